@@ -1,0 +1,60 @@
+# 《从零构建 Transformer》—— 两个主命令：make book（构建网站）与 make test（运行全部检查）。
+# 在只有 Python 3.11、make 和 apt 的新机器上，它们会自己装好所需的一切（项目虚拟环境 .venv）。
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+HTML   := _build/html
+JCACHE := _build/.jupyter_cache
+JOBS   ?= 2
+
+.PHONY: help install book test unit nbval browser lint-notebooks clean vendor
+
+help:
+	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
+	@echo "make test   单元测试 + nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
+	@echo "make clean  删除构建产物（保留 .venv）"
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# 先单独装 CPU 版 torch（不带版本时 pip 会拉取几 GB 的 CUDA 版）
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	touch $@
+
+install: $(STAMP)
+
+# 缓存只认笔记本本身的改动：src/ 一变就清空 jupyter-cache，让笔记本按新代码重新执行。
+_build/.src-hash: FORCE
+	@mkdir -p _build
+	@h=$$(find src -type f -name '*.py' -o -type f -name '*.js' -o -type f -name '*.css' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
+	if [ "$$(cat $@ 2>/dev/null)" != "$$h" ]; then rm -rf $(JCACHE); echo $$h > $@; fi
+FORCE:
+
+book: $(STAMP) _build/.src-hash
+	$(BIN)/python tools/nbtool.py check
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@echo "网站已生成：$(HTML)/index.html"
+
+unit: $(STAMP)
+	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
+
+nbval: $(STAMP)
+	$(BIN)/pytest -q -n $(JOBS) --dist loadscope --nbval-lax -p no:randomly book/p*/
+
+browser: $(STAMP)
+	$(BIN)/pytest -q tests -m browser
+
+test: $(STAMP)
+	$(BIN)/python tools/nbtool.py check
+	$(BIN)/pytest -q -n $(JOBS) --dist loadscope tests -m "not browser" --nbval-lax book/p*/
+	$(MAKE) book
+	$(BIN)/pytest -q tests -m browser
+
+vendor:
+	tools/vendor.sh
+
+clean:
+	rm -rf _build .pytest_cache

@@ -1,0 +1,40 @@
+"""输入校验的小工具：让错误信息说清"期望什么、拿到了什么"。"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def positive_int(value, name: str) -> int:
+    """确认 value 是正整数（bool 不算），返回 int；否则抛出中文 ValueError。"""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} 应为正整数，实际得到 {value!r}（类型 {type(value).__name__}）。")
+    if value <= 0:
+        raise ValueError(f"{name} 应为正整数（≥ 1），实际得到 {value}。")
+    return int(value)
+
+
+def finite_number(value, name: str) -> float:
+    """确认 value 是有限实数，返回 float。"""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} 应为实数，实际得到 {value!r}（类型 {type(value).__name__}）。")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} 应为有限实数，实际得到 {value}。")
+    return value
+
+
+def as_float_array(value, name: str, ndim: int | tuple[int, ...]) -> np.ndarray:
+    """把 value 转成 float64 数组并检查维数；ndim 可以是一个或几个允许的维数。"""
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} 应为数值数组，无法转换：{exc}") from None
+    if arr.ndim not in allowed:
+        want = " 或 ".join(f"{d} 维" for d in allowed)
+        raise ValueError(f"{name} 应为 {want}数组，实际形状为 {arr.shape}（{arr.ndim} 维）。")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} 含有 NaN 或无穷大。")
+    return arr

@@ -1,0 +1,162 @@
+"""会自己检查的练习。第 1 章引入，之后每章往 EXERCISES 里登记自己的练习。
+
+用法：check("ch01.softmax", 你的函数) —— 用隐藏用例逐个比对参考实现，
+用中文告诉你对不对；不对时指出是哪个用例、期望什么、你给了什么。
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import attention, rnn
+
+__all__ = ["check", "CheckResult", "Exercise", "EXERCISES"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """一个隐藏用例：位置参数、给读者看的说明。"""
+
+    args: tuple
+    description: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """一道练习：题目、参考实现和隐藏用例。"""
+
+    title: str
+    reference: Callable
+    cases: tuple[Case, ...]
+    atol: float = 1e-6
+
+
+@dataclass
+class CheckResult:
+    """check() 的结果：passed 为 True 表示全部隐藏用例通过。"""
+
+    exercise_id: str
+    passed: bool
+    n_cases: int
+    n_passed: int
+    messages: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        head = (
+            f"✅ 练习 {self.exercise_id}：{self.n_passed}/{self.n_cases} 个隐藏用例全部通过。"
+            if self.passed
+            else f"❌ 练习 {self.exercise_id}：通过 {self.n_passed}/{self.n_cases} 个隐藏用例。"
+        )
+        return "\n".join([head, *self.messages])
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        colour = "#1a7f37" if self.passed else "#cf222e"
+        lines = "<br>".join(html.escape(m) for m in self.summary().split("\n"))
+        return (
+            f'<div class="tfc-check" role="status" style="border-left:4px solid {colour};'
+            f'padding:0.4em 0.8em">{lines}</div>'
+        )
+
+
+def _describe(value) -> str:
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return f"{float(arr):.6g}"
+    return f"形状 {arr.shape} 的数组 {np.array2string(arr, precision=4, threshold=8)}"
+
+
+def _compare(expected, got, atol: float) -> str | None:
+    """相同则返回 None，否则返回一句中文说明差在哪里。"""
+    if got is None:
+        return "你的函数返回了 None —— 是不是忘了写 return？"
+    try:
+        got_arr = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"你的函数返回了 {type(got).__name__}，无法当作数值比较。"
+    exp_arr = np.asarray(expected, dtype=np.float64)
+    if got_arr.shape != exp_arr.shape:
+        return f"形状不对：期望 {exp_arr.shape}，你返回的是 {got_arr.shape}。"
+    if not np.all(np.isfinite(got_arr)):
+        return f"结果里出现了 NaN 或无穷大：{_describe(got_arr)}。是不是数值溢出了？"
+    diff = float(np.max(np.abs(got_arr - exp_arr))) if exp_arr.size else 0.0
+    if diff > atol:
+        return f"数值不对：期望 {_describe(exp_arr)}，你的结果 {_describe(got_arr)}（最大差 {diff:.3g}）。"
+    return None
+
+
+def check(exercise_id: str, fn: Callable) -> CheckResult:
+    """用隐藏用例检查读者写的函数 fn，返回 CheckResult（在笔记本里会显示成一段中文结论）。"""
+    if exercise_id not in EXERCISES:
+        known = "、".join(sorted(EXERCISES))
+        raise ValueError(f"没有编号为 {exercise_id!r} 的练习。现有练习：{known}。")
+    if not callable(fn):
+        raise ValueError(f"check 的第二个参数应是你写的函数，实际得到 {type(fn).__name__}。")
+    ex = EXERCISES[exercise_id]
+    messages: list[str] = []
+    n_passed = 0
+    for i, case in enumerate(ex.cases, start=1):
+        expected = ex.reference(*case.args)
+        try:
+            got = fn(*case.args)
+        except NotImplementedError:
+            messages.append(f"用例 {i}（{case.description}）：函数还没有实现（NotImplementedError）。")
+            continue
+        except Exception as exc:  # 读者代码里的任何错误都要变成一句能看懂的话
+            messages.append(f"用例 {i}（{case.description}）：你的函数抛出了 {type(exc).__name__}：{exc}")
+            continue
+        problem = _compare(expected, got, ex.atol)
+        if problem is None:
+            n_passed += 1
+        else:
+            messages.append(f"用例 {i}（{case.description}）：{problem}")
+    return CheckResult(exercise_id, n_passed == len(ex.cases), len(ex.cases), n_passed, messages)
+
+
+def _ch01_cases_rnn() -> tuple[Case, ...]:
+    gen = np.random.default_rng(2017)
+    cases = [
+        Case(([1.0, 0.0, 0.0, 0.0, 0.0], 0.9, 0.5), "[1,0,0,0,0]，W_hh=0.9，W_xh=0.5"),
+        Case(([1.0], 0.9, 0.5), "只有 1 个时间步"),
+        Case(([0.0, 0.0, 1.0], 0.5, 2.0), "关键信息在最后"),
+        Case(([1.0] + [0.0] * 49, 1.2, 0.5), "W_hh=1.2 > 1，长度 50"),
+    ]
+    for _ in range(3):
+        seq = gen.normal(size=int(gen.integers(3, 12))).round(3).tolist()
+        w_hh, w_xh = gen.uniform(-1.5, 1.5, size=2).round(2)
+        cases.append(Case((seq, float(w_hh), float(w_xh)), f"随机序列，W_hh={w_hh}，W_xh={w_xh}"))
+    return tuple(cases)
+
+
+def _ch01_cases_softmax() -> tuple[Case, ...]:
+    gen = np.random.default_rng(7)
+    return (
+        Case((np.array([0.0, 1.0, 0.8]),), "「我 love 猫」的打分 [0, 1, 0.8]"),
+        Case((np.array([2.0, 2.0, 2.0, 2.0]),), "打分全相等"),
+        Case((np.array([1000.0, 1001.0, 999.0]),), "很大的打分（朴素写法会溢出）"),
+        Case((np.array([-1000.0, -1000.5]),), "很小的打分（朴素写法会得到 0/0）"),
+        Case((gen.normal(size=(3, 5)),), "二维输入，按最后一维（每一行）归一化"),
+    )
+
+
+def _ch01_rnn_reference(seq, w_hh, w_xh):
+    return rnn.rnn_forward(seq, w_hh, w_xh)[-1]
+
+
+EXERCISES: dict[str, Exercise] = {
+    "ch01.rnn_final_state": Exercise(
+        title="实现标量 RNN，返回最后一步的隐藏状态",
+        reference=_ch01_rnn_reference,
+        cases=_ch01_cases_rnn(),
+    ),
+    "ch01.softmax": Exercise(
+        title="实现数值稳定的 softmax（沿最后一维）",
+        reference=attention.softmax,
+        cases=_ch01_cases_softmax(),
+    ),
+}

@@ -1,0 +1,63 @@
+"""每章开头与结尾都要做的事：固定随机种子、计时、检查依赖。"""
+from __future__ import annotations
+
+import importlib
+import os
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["set_seed", "require", "ChapterClock", "start_chapter"]
+
+
+def set_seed(seed: int = 0) -> None:
+    """固定 Python、numpy 与 torch（若已安装）的随机种子，让同一种子给出同样的数字。"""
+    random.seed(seed)
+    np.random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(seed)
+
+
+def require(module: str, pip_name: str | None = None):
+    """导入一个可选依赖；缺失时给出中文提示，告诉读者该装哪个包。"""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        name = pip_name or module
+        raise ImportError(
+            f"本章需要 Python 包 {name!r}，但当前环境里没有安装。"
+            f"请先运行：pip install {name}（或在项目根目录运行 make book 自动安装全部依赖）。"
+        ) from None
+
+
+@dataclass
+class ChapterClock:
+    """记录一章从开头到结尾的运行时间。"""
+
+    chapter: int
+    budget_s: float
+    started: float = field(default_factory=time.perf_counter)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def report(self) -> str:
+        """返回一句本章运行时间的说明（与预算比较）。"""
+        t = self.elapsed()
+        verdict = "在预算之内" if t <= self.budget_s else "超出了预算，请检查机器负载或反馈给我们"
+        return f"第 {self.chapter} 章运行时间：{t:.1f} 秒（预算 {self.budget_s:.0f} 秒，{verdict}）。"
+
+
+def start_chapter(chapter: int, seed: int = 0, budget_s: float = 60.0) -> ChapterClock:
+    """每章第一个代码单元调用：固定种子、设置中文字体、开始计时。"""
+    from .plotting import use_chinese_font
+
+    set_seed(seed)
+    use_chinese_font()
+    return ChapterClock(chapter=chapter, budget_s=budget_s)

@@ -1,0 +1,116 @@
+"""可点击的注意力热力图：行是查询（query），列是键（key）。第 1 章引入，之后各章复用。"""
+from __future__ import annotations
+
+import numpy as np
+import traitlets as t
+
+from ._base import STATIC, CourseWidget, clamp
+
+
+def _to_numpy(weights) -> np.ndarray:
+    if hasattr(weights, "detach"):                            # torch.Tensor
+        weights = weights.detach().cpu().numpy()
+    try:
+        return np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"weights 应为数值数组，无法转换：{exc}") from None
+
+
+class AttentionHeatmap(CourseWidget):
+    """注意力权重热力图。
+
+    weights：(T, S) 一张图；(M, T, S) 多张图（如多个头），用 labels 命名并在下拉框里切换；
+    (L, H, T, S) 会按"第 l 层 · 第 h 头"展开成 L×H 张。行对应 q_tokens，列对应 k_tokens。
+    点击格子（或行首的词）会记录选择：Python 里用 .selected 与 .selected_weight 读取。
+    """
+
+    _esm = STATIC / "heatmap.js"
+
+    weights = t.List(t.List(t.List(t.Float()))).tag(sync=True)   # (M, T, S)
+    q_tokens = t.List(t.Unicode()).tag(sync=True)
+    k_tokens = t.List(t.Unicode()).tag(sync=True)
+    labels = t.List(t.Unicode()).tag(sync=True)
+    map_index = t.Int(0).tag(sync=True)
+    row = t.Int(-1).tag(sync=True)                              # -1 表示尚未选择
+    col = t.Int(-1).tag(sync=True)
+    title = t.Unicode("").tag(sync=True)
+    query_axis = t.Unicode("查询 query").tag(sync=True)
+    key_axis = t.Unicode("键 key").tag(sync=True)
+    decimals = t.Int(3).tag(sync=True)
+
+    def __init__(self, weights, q_tokens, k_tokens=None, *, labels=None, title="",
+                 query_axis="查询 query", key_axis="键 key", decimals=3, selected=None, **kwargs):
+        w = _to_numpy(weights)
+        if w.ndim == 2:
+            w = w[None]                                         # (T, S) -> (1, T, S)
+        elif w.ndim == 4:
+            L, H = w.shape[:2]
+            if labels is None:
+                labels = [f"第 {l + 1} 层 · 第 {h + 1} 头" for l in range(L) for h in range(H)]
+            w = w.reshape(L * H, *w.shape[2:])                  # (L, H, T, S) -> (L·H, T, S)
+        elif w.ndim != 3:
+            raise ValueError(
+                f"weights 应为 (T, S)、(M, T, S) 或 (L, H, T, S) 的数组，实际形状为 {w.shape}。"
+            )
+        if not np.all(np.isfinite(w)):
+            raise ValueError("weights 含有 NaN 或无穷大：请先检查掩码是否让某一行没有可看的键。")
+        q_tokens = [str(s) for s in q_tokens]
+        k_tokens = q_tokens if k_tokens is None else [str(s) for s in k_tokens]
+        M, T, S = w.shape
+        if len(q_tokens) != T or len(k_tokens) != S:
+            raise ValueError(
+                f"词的个数与权重形状不符：权重每张图是 (T={T}, S={S})，"
+                f"却给了 {len(q_tokens)} 个查询词、{len(k_tokens)} 个键词。"
+            )
+        if labels is None:
+            labels = [f"图 {i + 1}" for i in range(M)] if M > 1 else [""]
+        labels = [str(s) for s in labels]
+        if len(labels) != M:
+            raise ValueError(f"labels 应有 {M} 个（每张图一个），实际有 {len(labels)} 个。")
+        super().__init__(
+            weights=np.round(w, 6).tolist(), q_tokens=q_tokens, k_tokens=k_tokens, labels=labels,
+            title=title, query_axis=query_axis, key_axis=key_axis, decimals=decimals, **kwargs,
+        )
+        if selected is not None:
+            self.select(*selected)
+
+    @t.validate("map_index")
+    def _clamp_map(self, proposal):
+        return clamp(proposal["value"], 0, max(len(self.weights) - 1, 0))
+
+    @t.validate("row")
+    def _clamp_row(self, proposal):
+        return clamp(proposal["value"], -1, len(self.q_tokens) - 1)
+
+    @t.validate("col")
+    def _clamp_col(self, proposal):
+        return clamp(proposal["value"], -1, len(self.k_tokens) - 1)
+
+    def select(self, row: int, col: int | None = None, map_index: int | None = None):
+        """选中第 row 个查询（可选第 col 个键、第 map_index 张图）；越界会被夹回有效范围。"""
+        with self.hold_sync():
+            if map_index is not None:
+                self.map_index = map_index
+            self.row = row
+            self.col = -1 if col is None else col
+        return self
+
+    @property
+    def selected(self) -> tuple[int, int] | None:
+        """当前选中的 (行, 列)；只选了行时列为 None；什么都没选时为 None。"""
+        if self.row < 0:
+            return None
+        return (self.row, None if self.col < 0 else self.col)
+
+    @property
+    def selected_weight(self) -> float | None:
+        """当前选中格子的权重；没有选中格子时为 None。"""
+        if self.row < 0 or self.col < 0:
+            return None
+        return float(self.weights[self.map_index][self.row][self.col])
+
+    def selected_row(self) -> np.ndarray | None:
+        """当前选中查询对所有键的权重（一行）。"""
+        if self.row < 0:
+            return None
+        return np.asarray(self.weights[self.map_index][self.row])

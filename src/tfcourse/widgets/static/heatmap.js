@@ -1,0 +1,158 @@
+// 可点击的注意力热力图（anywidget 前端）。权重由 Python 算好传进来，这里只负责显示与选择。
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c);
+  return node;
+}
+
+// 在没有内核的静态网页上，save_changes 无处可发：吞掉这个错误，本地状态照常更新。
+function commit(model, changes) {
+  for (const [k, v] of Object.entries(changes)) model.set(k, v);
+  try { model.save_changes(); } catch (e) { /* 静态页面：没有内核可同步 */ }
+}
+
+function render({ model, el }) {
+  const root = h("div", { class: "tfc-widget tfc-heatmap" });
+  el.append(root);
+  let focusKey = null; // 重绘后把键盘焦点放回原处
+
+  function draw() {
+    const maps = model.get("weights") || [];
+    const labels = model.get("labels") || [];
+    const qTok = model.get("q_tokens") || [];
+    const kTok = model.get("k_tokens") || [];
+    const d = model.get("decimals");
+    const m = Math.min(Math.max(model.get("map_index"), 0), Math.max(maps.length - 1, 0));
+    const W = maps[m] || [];
+    const row = model.get("row");
+    const col = model.get("col");
+    let maxW = 0;
+    for (const r of W) for (const v of r) maxW = Math.max(maxW, v);
+    if (maxW <= 0) maxW = 1;
+    const showNumbers = kTok.length <= 12;
+    const fmt = (v) => Number(v).toFixed(d);
+
+    root.replaceChildren();
+    const title = model.get("title");
+    if (title) root.append(h("div", { class: "tfc-title", text: title }));
+
+    if (maps.length > 1) {
+      const sel = h("select", { "aria-label": "选择要看的注意力图", class: "tfc-map-select" });
+      labels.forEach((lab, i) => {
+        const opt = h("option", { value: String(i), text: lab });
+        if (i === m) opt.selected = true;
+        sel.append(opt);
+      });
+      sel.addEventListener("change", () => { focusKey = "select"; commit(model, { map_index: Number(sel.value) }); });
+      root.append(h("div", { class: "tfc-control" }, h("label", { text: "注意力图：" }), sel));
+    }
+
+    const table = h("table", { class: "tfc-grid-table", role: "grid",
+      "aria-label": `注意力权重热力图：行是${model.get("query_axis")}，列是${model.get("key_axis")}` });
+    const head = h("tr", {}, h("th", { class: "tfc-axis-label", text: `${model.get("query_axis")} ＼ ${model.get("key_axis")}` }));
+    kTok.forEach((k) => head.append(h("th", { scope: "col", text: k })));
+    table.append(h("thead", {}, head));
+    const body = h("tbody");
+    const tooltip = h("div", { class: "tfc-tooltip", "aria-live": "polite", "data-testid": "hover" });
+    const rovingRow = row >= 0 ? row : 0;
+    const rovingCol = col >= 0 ? col : 0;
+
+    W.forEach((weights, i) => {
+      const tr = h("tr");
+      const th = h("th", { scope: "row", class: "tfc-rowhead", tabindex: "-1", role: "rowheader",
+        "aria-selected": String(i === row && col < 0), title: `查看查询「${qTok[i]}」这一行`, text: qTok[i] });
+      th.dataset.row = String(i);
+      th.addEventListener("click", () => { focusKey = `r${i}`; commit(model, { row: i, col: -1 }); });
+      th.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); focusKey = `r${i}`; commit(model, { row: i, col: -1 }); }
+        else if (ev.key === "ArrowRight") { ev.preventDefault(); focusKey = `c${i},0`; commit(model, { row: i, col: 0 }); }
+      });
+      tr.append(th);
+      weights.forEach((w, j) => {
+        const t = w / maxW;
+        const label = `查询「${qTok[i]}」→ 键「${kTok[j]}」：${fmt(w)}`;
+        const td = h("td", {
+          class: "tfc-cell" + (i === row ? " tfc-inrow" : ""), role: "gridcell",
+          tabindex: i === rovingRow && j === rovingCol ? "0" : "-1",
+          "aria-selected": String(i === row && j === col), "aria-label": label, title: label,
+          text: showNumbers ? fmt(w) : "",
+        });
+        td.dataset.row = String(i);
+        td.dataset.col = String(j);
+        td.style.background = `rgba(37, 99, 235, ${(0.06 + 0.94 * t).toFixed(3)})`;
+        if (t > 0.55) td.style.color = "#fff";
+        td.addEventListener("mouseenter", () => { tooltip.textContent = label; });
+        td.addEventListener("click", () => { focusKey = `c${i},${j}`; commit(model, { row: i, col: j }); });
+        td.addEventListener("keydown", (ev) => {
+          let [r, c] = [i, j];
+          if (ev.key === "ArrowRight") c = Math.min(j + 1, kTok.length - 1);
+          else if (ev.key === "ArrowLeft") c = j - 1;
+          else if (ev.key === "ArrowDown") r = Math.min(i + 1, qTok.length - 1);
+          else if (ev.key === "ArrowUp") r = Math.max(i - 1, 0);
+          else if (ev.key !== "Enter" && ev.key !== " ") return;
+          ev.preventDefault();
+          if (c < 0) { focusKey = `r${r}`; commit(model, { row: r, col: -1 }); return; }
+          focusKey = `c${r},${c}`;
+          commit(model, { row: r, col: c });
+        });
+        tr.append(td);
+      });
+      body.append(tr);
+    });
+    table.append(body);
+    root.append(table);
+    root.append(tooltip);
+    root.append(h("div", { class: "tfc-note", text: `颜色越深权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。点击格子或行首的词；方向键也可以移动。` }));
+
+    const detail = h("div", { class: "tfc-detail", "aria-live": "polite" });
+    if (row >= 0 && row < W.length) {
+      const rowW = W[row];
+      const sum = rowW.reduce((a, b) => a + b, 0);
+      const read = h("div", { class: "tfc-readout", "data-testid": "selection" });
+      if (col >= 0 && col < rowW.length) {
+        read.append(`选中：查询「${qTok[row]}」→ 键「${kTok[col]}」的权重 = `,
+          h("strong", { "data-testid": "selected-weight", text: fmt(rowW[col]) }));
+      } else {
+        read.append(`选中查询「${qTok[row]}」这一行：它对各个键的权重（和为 ${fmt(sum)}）`);
+      }
+      detail.append(read);
+      const bars = h("div", { class: "tfc-bars", role: "list", "aria-label": `查询「${qTok[row]}」的注意力分布` });
+      rowW.forEach((w, j) => {
+        const fill = h("div", { class: "tfc-bar-fill" });
+        fill.style.width = `${Math.max(0, Math.min(1, w / maxW)) * 100}%`;
+        bars.append(h("div", { class: "tfc-bar-row" + (j === col ? " tfc-picked" : ""), role: "listitem" },
+          h("span", { class: "tfc-bar-name", text: kTok[j] }),
+          h("div", { class: "tfc-bar-track" }, fill),
+          h("span", { class: "tfc-bar-value", text: fmt(w) })));
+      });
+      detail.append(bars);
+    } else {
+      detail.append(h("div", { class: "tfc-readout", "data-testid": "selection", text: "还没有选择：点击任一格子，查看这个查询对所有键的权重。" }));
+    }
+    root.append(detail);
+
+    if (focusKey) {
+      let target = null;
+      if (focusKey === "select") target = root.querySelector("select");
+      else if (focusKey[0] === "r") target = root.querySelector(`th[data-row="${focusKey.slice(1)}"]`);
+      else {
+        const [r, c] = focusKey.slice(1).split(",");
+        target = root.querySelector(`td[data-row="${r}"][data-col="${c}"]`);
+      }
+      if (target) target.focus();
+      focusKey = null;
+    }
+  }
+
+  const events = ["weights", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
+  for (const name of events) model.on(`change:${name}`, draw);
+  draw();
+  return () => { for (const name of events) model.off(`change:${name}`, draw); };
+}
+
+export default { render };
