@@ -26,11 +26,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 install: $(STAMP)
 
-# 缓存只认笔记本本身的改动：src/ 一变就清空 jupyter-cache，让笔记本按新代码重新执行。
+# 缓存只认笔记本本身的改动：src/ 一变就清空 jupyter-cache 与 doctrees，让笔记本按新代码重新执行。
 _build/.src-hash: FORCE
 	@mkdir -p _build
 	@h=$$(find src -type f -name '*.py' -o -type f -name '*.js' -o -type f -name '*.css' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
-	if [ "$$(cat $@ 2>/dev/null)" != "$$h" ]; then rm -rf $(JCACHE); echo $$h > $@; fi
+	if [ "$$(cat $@ 2>/dev/null)" != "$$h" ]; then rm -rf $(JCACHE) _build/.doctrees; echo $$h > $@; fi
 FORCE:
 
 book: $(STAMP) _build/.src-hash

@@ -44,6 +44,7 @@ def _colab_cell() -> dict:
     return {
         "cell_type": "code",
         "execution_count": None,
+        "id": "colab-setup",
         "metadata": {"tags": ["remove-cell", COLAB_TAG]},
         "outputs": [],
         "source": colab_cell_source(),

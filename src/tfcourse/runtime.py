@@ -54,10 +54,22 @@ class ChapterClock:
         return f"第 {self.chapter} 章运行时间：{t:.1f} 秒（预算 {self.budget_s:.0f} 秒，{verdict}）。"
 
 
+STRICT_FONTS_ENV = "TFCOURSE_STRICT_FONTS"
+
+
 def start_chapter(chapter: int, seed: int = 0, budget_s: float = 60.0) -> ChapterClock:
-    """每章第一个代码单元调用：固定种子、设置中文字体、开始计时。"""
+    """每章第一个代码单元调用：固定种子、设置中文字体、开始计时。
+
+    环境变量 TFCOURSE_STRICT_FONTS=1（make book / make test 会设置）时，缺中文字体、
+    或任何图里出现字体缺字（matplotlib 的 "Glyph … missing" 警告）都会直接报错。
+    """
+    import warnings
+
     from .plotting import use_chinese_font
 
+    strict = os.environ.get(STRICT_FONTS_ENV) == "1"
     set_seed(seed)
-    use_chinese_font()
+    use_chinese_font(strict=strict)
+    if strict:
+        warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from", category=UserWarning)
     return ChapterClock(chapter=chapter, budget_s=budget_s)

@@ -10,6 +10,16 @@ function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+// 不透明的色阶（浅蓝 → 深蓝），文字取黑或白中对比度更高的一种：亮色、暗色主题下都清楚。
+const LOW = [239, 246, 255], HIGH = [30, 64, 175];
+function cellColours(t) {
+  const rgb = LOW.map((c, i) => Math.round(c + (HIGH[i] - c) * Math.max(0, Math.min(1, t))));
+  const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const L = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
+  const text = (1.05 / (L + 0.05)) >= ((L + 0.05) / 0.05) ? "#fff" : "#111";
+  return { background: `rgb(${rgb.join(", ")})`, color: text };
+}
+
 // 在没有内核的静态网页上，save_changes 无处可发：吞掉这个错误，本地状态照常更新。
 function commit(model, changes) {
   for (const [k, v] of Object.entries(changes)) model.set(k, v);
@@ -19,9 +29,17 @@ function commit(model, changes) {
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-heatmap" });
   el.append(root);
-  let focusKey = null; // 重绘后把键盘焦点放回原处
+  let focusKey = null; // 最近一次交互的位置：重绘后把键盘焦点放回那里
+  let pending = false;
+  // 一次选择会同时改 row 和 col：合并成一次重绘
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => { pending = false; draw(); });
+  }
 
   function draw() {
+    const hadFocus = root.contains(document.activeElement);
     const maps = model.get("weights") || [];
     const labels = model.get("labels") || [];
     const qTok = model.get("q_tokens") || [];
@@ -84,8 +102,9 @@ function render({ model, el }) {
         });
         td.dataset.row = String(i);
         td.dataset.col = String(j);
-        td.style.background = `rgba(37, 99, 235, ${(0.06 + 0.94 * t).toFixed(3)})`;
-        if (t > 0.55) td.style.color = "#fff";
+        const colours = cellColours(t);
+        td.style.background = colours.background;
+        td.style.color = colours.color;
         td.addEventListener("mouseenter", () => { tooltip.textContent = label; });
         td.addEventListener("click", () => { focusKey = `c${i},${j}`; commit(model, { row: i, col: j }); });
         td.addEventListener("keydown", (ev) => {
@@ -136,7 +155,7 @@ function render({ model, el }) {
     }
     root.append(detail);
 
-    if (focusKey) {
+    if (focusKey && hadFocus) {
       let target = null;
       if (focusKey === "select") target = root.querySelector("select");
       else if (focusKey[0] === "r") target = root.querySelector(`th[data-row="${focusKey.slice(1)}"]`);
@@ -145,14 +164,13 @@ function render({ model, el }) {
         target = root.querySelector(`td[data-row="${r}"][data-col="${c}"]`);
       }
       if (target) target.focus();
-      focusKey = null;
     }
   }
 
   const events = ["weights", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
-  for (const name of events) model.on(`change:${name}`, draw);
+  for (const name of events) model.on(`change:${name}`, schedule);
   draw();
-  return () => { for (const name of events) model.off(`change:${name}`, draw); };
+  return () => { for (const name of events) model.off(`change:${name}`, schedule); };
 }
 
 export default { render };

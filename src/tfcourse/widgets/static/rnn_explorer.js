@@ -126,10 +126,16 @@ function render({ model, el }) {
     svg.append(s("circle", { class: "tfc-marker", cx: x(L), cy: y(hL), r: 4.5 }));
   }
 
+  let pending = false;
+  function schedule() {                     // 同一轮里的多次修改只重绘一次
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => { pending = false; draw(); });
+  }
   const events = ["w_hh_index", "w_xh_index", "length", "curves", "attention_alpha"];
-  for (const name of events) model.on(`change:${name}`, draw);
+  for (const name of events) model.on(`change:${name}`, schedule);
   draw();
-  return () => { for (const name of events) model.off(`change:${name}`, draw); };
+  return () => { for (const name of events) model.off(`change:${name}`, schedule); };
 }
 
 export default { render };

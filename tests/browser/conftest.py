@@ -1,0 +1,110 @@
+"""浏览器测试：在无头 Chromium 里打开构建好的网站，拦下一切发往本机以外的请求。"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import pathlib
+import socketserver
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SITE = pathlib.Path(os.environ.get("TFCOURSE_SITE", ROOT / "_build" / "html"))
+CHROMIUM = os.environ.get("TFCOURSE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def pytest_collection_modifyitems(items):
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if here in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_dir():
+    return SITE
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail(f"没有找到构建好的网站 {SITE}：先运行 make book。")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"没有找到 Chromium（{CHROMIUM}）：apt-get install -y chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@dataclass
+class Visit:
+    """一次页面访问：页面对象，以及访问中记录下来的问题。"""
+
+    page: object
+    outside: list = field(default_factory=list)        # 被拦下的外部请求
+    failed: list = field(default_factory=list)         # 本站返回 4xx/5xx 的请求
+    errors: list = field(default_factory=list)         # 控制台错误与未捕获的异常
+
+    def assert_clean(self):
+        assert self.outside == [], f"页面试图访问站外地址：{self.outside}"
+        assert self.failed == [], f"本站资源加载失败：{self.failed}"
+        assert self.errors == [], f"控制台报错：{self.errors}"
+
+
+@pytest.fixture
+def visit(browser, site_url):
+    """visit(path, color_scheme="light") -> Visit：打开站内页面，等小部件渲染完。"""
+    contexts = []
+
+    def _open(path: str, color_scheme: str = "light", wait_for: str | None = None) -> Visit:
+        ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": 1280, "height": 900})
+        contexts.append(ctx)
+        page = ctx.new_page()
+        v = Visit(page)
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(site_url + "/") or url.startswith(("data:", "blob:")):
+                r.continue_()
+            else:
+                v.outside.append(url)
+                r.abort()
+
+        page.route("**/*", route)
+        page.on("console", lambda m: m.type == "error" and v.errors.append(m.text))
+        page.on("pageerror", lambda e: v.errors.append(str(e)))
+        page.on("response", lambda r: r.status >= 400 and v.failed.append((r.status, r.url)))
+        page.goto(f"{site_url}/{path}", wait_until="load")
+        if wait_for:
+            page.wait_for_selector(wait_for, timeout=20_000)
+        page.wait_for_load_state("networkidle")
+        return v
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()

@@ -1,0 +1,155 @@
+"""打开构建好的网站，像读者一样使用小部件；断言离线可用、数值正确、主题可读。"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tfcourse import attention, rnn
+from tfcourse.widgets import format_state
+
+CH1 = "book/p1-foundations/ch01-why-rnn-forgets.html"
+EXPLORER = ".tfc-rnn"
+HEATMAP_LOVE = '.tfc-heatmap:has(th:text-is("love"))'
+
+SET_RANGE = """(el, v) => { el.value = String(v);
+  el.dispatchEvent(new Event('input', { bubbles: true })); }"""
+
+
+def _site_pages(site):
+    skip = ("_static", "_sources", "_images", "jupyter_execute")
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not any(part in skip for part in p.relative_to(site).parts)
+    )
+
+
+def test_every_page_is_self_contained(visit, site_dir):
+    pages = _site_pages(site_dir)
+    assert CH1 in pages and "book/preface.html" in pages
+    for path in pages:
+        v = visit(path)
+        v.assert_clean()
+
+
+def test_chapter_one_renders_both_widgets_offline(visit):
+    v = visit(CH1, wait_for=f"{EXPLORER} [data-testid=rnn-value]")
+    page = v.page
+    assert page.locator(EXPLORER).count() >= 1
+    page.wait_for_selector(HEATMAP_LOVE, timeout=20_000)
+    assert page.locator(f"{HEATMAP_LOVE} td.tfc-cell").count() == 9
+    explorer = page.locator(EXPLORER).first
+    assert explorer.locator("[data-testid=rnn-value]").inner_text() == format_state(rnn.final_hidden_state(20))
+    assert explorer.locator("[data-testid=rnn-value]").inner_text() == "0.0493"
+    # 页面确实用了本站自带的前端文件
+    assert page.evaluate("typeof window.requirejs") == "function"
+    v.assert_clean()
+
+
+def _explorer_settings(explorer):
+    outs = explorer.locator("output").all_inner_texts()
+    return float(outs[0]), float(outs[1]), int(outs[2])
+
+
+def test_moving_sliders_shows_what_tfcourse_rnn_computes(visit):
+    v = visit(CH1, wait_for=f"{EXPLORER} [data-testid=rnn-value]")
+    explorer = v.page.locator(EXPLORER).first
+    w_hh, w_xh, length = (explorer.locator(f"[data-testid={k}]") for k in ("w_hh_index", "w_xh_index", "length"))
+    shown = explorer.locator("[data-testid=rnn-value]")
+
+    seen = set()
+    for i_hh, i_xh, L in [(18, 1, 5), (18, 1, 50), (10, 3, 12), (24, 7, 100), (30, 0, 3), (19, 1, 77)]:
+        w_hh.evaluate(SET_RANGE, i_hh)
+        w_xh.evaluate(SET_RANGE, i_xh)
+        length.evaluate(SET_RANGE, L)
+        a, b, n = _explorer_settings(explorer)
+        assert n == L
+        expected = format_state(rnn.final_hidden_state(n, a, b))
+        assert shown.inner_text() == expected, f"W_hh={a}, W_xh={b}, L={n}"
+        seen.add(expected)
+    assert len(seen) == 6, "不同的设置应显示不同的数值"
+
+    # 键盘：Home/End 到两端，方向键一步一格；越界的值被夹回范围
+    length.focus()
+    v.page.keyboard.press("End")
+    assert _explorer_settings(explorer)[2] == 100
+    v.page.keyboard.press("ArrowRight")
+    assert _explorer_settings(explorer)[2] == 100
+    length.evaluate(SET_RANGE, 5000)
+    assert _explorer_settings(explorer)[2] == 100
+    w_hh.focus()
+    v.page.keyboard.press("Home")
+    a, b, n = _explorer_settings(explorer)
+    assert a == 0.0 and shown.inner_text() == format_state(rnn.final_hidden_state(n, a, b)) == "0"
+    v.assert_clean()
+
+
+def test_clicking_a_heatmap_cell_shows_that_weight(visit):
+    v = visit(CH1, wait_for=HEATMAP_LOVE)
+    heat = v.page.locator(HEATMAP_LOVE).first
+    _, love_row, _ = attention.simple_attention([0.0, 1.0], [[1.0, 0.0], [0.0, 1.0], [0.8, 0.8]])
+    tokens = heat.locator("th.tfc-rowhead").all_inner_texts()
+    r = tokens.index("love")
+
+    cell = heat.locator(f'td[data-row="{r}"][data-col="2"]')
+    cell.hover()
+    assert f"{love_row[2]:.3f}" in heat.locator("[data-testid=hover]").inner_text()
+    cell.click()
+    assert heat.locator("[data-testid=selected-weight]").inner_text() == f"{love_row[2]:.3f}" == "0.374"
+    assert "love" in heat.locator("[data-testid=selection]").inner_text()
+    assert heat.locator('td[aria-selected="true"]').count() == 1
+    bars = heat.locator(".tfc-bar-value").all_inner_texts()
+    assert bars == [f"{w:.3f}" for w in love_row]
+
+    # 键盘：焦点留在选中的格子上，方向键移动选择
+    v.page.keyboard.press("ArrowLeft")
+    assert heat.locator("[data-testid=selected-weight]").inner_text() == f"{love_row[1]:.3f}" == "0.457"
+    v.page.keyboard.press("ArrowLeft")
+    v.page.keyboard.press("ArrowLeft")                       # 越过第一列 -> 选中整行
+    assert heat.locator("[data-testid=selected-weight]").count() == 0
+    assert "这一行" in heat.locator("[data-testid=selection]").inner_text()
+    v.assert_clean()
+
+
+_CONTRAST_JS = """(root, selectors) => {
+  const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const lum = (rgb) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    const [r, g, b] = rgb.map(f); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const background = (el) => { const layers = [];
+    for (let n = el; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor); if (c && c[3] > 0) layers.push(c); }
+    let rgb = [255, 255, 255]; for (const c of layers.reverse()) rgb = over(c, rgb); return rgb; };
+  const out = {};
+  for (const sel of selectors) { const el = root.querySelector(sel); if (!el) { out[sel] = null; continue; }
+    const bg = background(el); const fg = over(parse(getComputedStyle(el).color), bg);
+    const [a, b] = [lum(fg), lum(bg)]; out[sel] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }
+  return out; }"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_widgets_are_readable_in_light_and_dark_themes(visit, scheme, tmp_path):
+    v = visit(CH1, color_scheme=scheme, wait_for=HEATMAP_LOVE)
+    page = v.page
+    assert page.evaluate("document.documentElement.dataset.theme") == scheme
+    page.locator(f'{HEATMAP_LOVE} td[data-row="1"][data-col="1"]').click()
+    ratios = page.locator(EXPLORER).first.evaluate(_CONTRAST_JS, [".tfc-readout", "label", ".tfc-title"])
+    ratios.update(page.locator(HEATMAP_LOVE).first.evaluate(_CONTRAST_JS, [
+        "th.tfc-rowhead", ".tfc-note", ".tfc-bar-value",
+        'td[data-row="2"][data-col="0"]',                  # 浅色格子
+        'td[data-row="1"][data-col="1"]',                  # 深色格子
+    ]))
+    low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
+    assert low == {}, f"{scheme} 主题下对比度不足 4.5:1 的元素：{low}"
+    page.locator(EXPLORER).first.screenshot(path=str(tmp_path / f"explorer-{scheme}.png"))
+    v.assert_clean()
+
+
+def test_chapter_page_reports_its_run_time(visit):
+    v = visit(CH1)
+    text = v.page.locator("article").inner_text()
+    m = re.search(r"第 1 章运行时间：([\d.]+) 秒（预算 60 秒", text)
+    assert m, "第 1 章页面末尾应打印运行时间"
+    assert float(m.group(1)) < 60

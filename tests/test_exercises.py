@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from tfcourse import attention, rnn
+from tfcourse.exercises import EXERCISES, check
+
+
+def test_reference_implementations_pass():
+    assert check("ch01.softmax", attention.softmax).passed
+    result = check("ch01.rnn_final_state", lambda s, a, b: rnn.rnn_forward(s, a, b)[-1])
+    assert result.passed and result.n_passed == result.n_cases == len(EXERCISES["ch01.rnn_final_state"].cases)
+
+
+def test_naive_softmax_is_caught_with_overflow_hint():
+    def naive(x):
+        e = np.exp(x)
+        return e / e.sum(-1, keepdims=True)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = check("ch01.softmax", naive)
+    assert not result.passed
+    assert any("溢出" in m for m in result.messages)
+
+
+def test_softmax_over_the_wrong_axis_is_caught():
+    def wrong_axis(x):
+        x = np.asarray(x, dtype=float)
+        e = np.exp(x - x.max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
+
+    result = check("ch01.softmax", wrong_axis)
+    assert not result.passed
+    assert any("二维输入" in m and "数值不对" in m for m in result.messages)
+
+
+def test_stub_missing_return_and_exception_get_readable_messages():
+    def stub(seq, w_hh, w_xh):
+        raise NotImplementedError
+
+    def forgot_return(seq, w_hh, w_xh):
+        np.tanh(w_hh)
+
+    def crashes(seq, w_hh, w_xh):
+        return seq[100]
+
+    assert "还没有实现" in check("ch01.rnn_final_state", stub).summary()
+    assert "忘了写 return" in check("ch01.rnn_final_state", forgot_return).summary()
+    assert "IndexError" in check("ch01.rnn_final_state", crashes).summary()
+
+
+def test_elementwise_instead_of_matrix_rnn_state_is_caught():
+    def uses_last_input_only(seq, w_hh, w_xh):
+        return np.tanh(w_xh * seq[-1])
+
+    assert not check("ch01.rnn_final_state", uses_last_input_only).passed
+
+
+def test_wrong_shape_is_reported():
+    result = check("ch01.softmax", lambda x: np.ravel(attention.softmax(x))[:2])
+    assert any("形状不对" in m for m in result.messages)
+
+
+def test_unknown_exercise_and_non_callable():
+    with pytest.raises(ValueError, match="没有编号为"):
+        check("ch99.nothing", print)
+    with pytest.raises(ValueError, match="应是你写的函数"):
+        check("ch01.softmax", 42)
+
+
+def test_html_repr_escapes_and_marks_status():
+    ok = check("ch01.softmax", attention.softmax)
+    assert "✅" in ok._repr_html_() and "#1a7f37" in ok._repr_html_()

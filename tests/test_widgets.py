@@ -1,0 +1,116 @@
+import json
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tfcourse import rnn
+from tfcourse.widgets import AttentionHeatmap, RNNMemoryExplorer, format_state
+
+STATIC = pathlib.Path(__file__).resolve().parents[1] / "src" / "tfcourse" / "widgets" / "static"
+
+
+# ---------- RNN 记忆探索器 ----------
+
+def test_explorer_default_shows_chapter_one_value():
+    e = RNNMemoryExplorer(w_hh=0.9, w_xh=0.5, length=20)
+    assert (e.w_hh, e.w_xh, e.length) == (0.9, 0.5, 20)
+    assert format_state(e.value) == "0.0493"
+
+
+def test_explorer_grid_equals_rnn_module_everywhere():
+    e = RNNMemoryExplorer(max_len=60)
+    grid = np.asarray(e.curves).reshape(len(e.w_hh_values), len(e.w_xh_values), e.max_len)
+    expected = rnn.memory_curves(e.w_hh_values, e.w_xh_values, e.max_len)
+    np.testing.assert_allclose(grid, expected, rtol=1e-5, atol=1e-12)   # 6 位有效数字
+    for w_hh, w_xh, L in [(0.0, 0.25, 1), (0.55, 1.75, 33), (1.5, 2.0, 60), (0.9, 0.5, 50)]:
+        e.set(w_hh=w_hh, w_xh=w_xh, length=L)
+        assert format_state(e.value) == format_state(rnn.final_hidden_state(L, w_hh, w_xh))
+
+
+def test_explorer_clamps_at_slider_edges():
+    e = RNNMemoryExplorer(max_len=100)
+    e.length = 0
+    assert e.length == 1
+    e.length = 10_000
+    assert e.length == 100
+    e.w_hh_index = -5
+    assert e.w_hh == e.w_hh_values[0]
+    e.w_xh_index = 999
+    assert e.w_xh == e.w_xh_values[-1]
+    e.set(w_hh=7.0, w_xh=-3.0, length=-1)            # 越界的参数吸附到最近的网格点
+    assert (e.w_hh, e.w_xh, e.length) == (e.w_hh_values[-1], e.w_xh_values[0], 1)
+
+
+def test_explorer_bad_arguments():
+    with pytest.raises(ValueError, match="length 应为整数"):
+        RNNMemoryExplorer(length=2.5)
+    with pytest.raises(ValueError, match="W_hh 应为实数"):
+        RNNMemoryExplorer(w_hh="0.9")
+    with pytest.raises(ValueError, match="attention_alpha"):
+        RNNMemoryExplorer(attention_alpha=2)
+
+
+def test_explorer_state_is_json_and_compact():
+    e = RNNMemoryExplorer()
+    state = json.dumps(e.get_state())
+    assert len(state) < 400_000, f"小部件状态 {len(state)} 字节，会让页面过大"
+
+
+def test_python_and_javascript_number_formats_agree(tmp_path):
+    node = shutil.which("node")
+    assert node, "需要 Node.js 来运行前端格式化函数（CI 机器自带）"
+    values = [0.0, 1.0, 0.049338, 0.0021, 0.00099, 2.66e-5, 1.234567e-9, 0.26103, -0.5, 0.99995, 0.001]
+    module = tmp_path / "rnn_explorer.mjs"
+    module.write_text((STATIC / "rnn_explorer.js").read_text(encoding="utf-8"), encoding="utf-8")
+    script = f"import {{ formatState }} from {json.dumps(module.as_uri())};" \
+             f"console.log(JSON.stringify({json.dumps(values)}.map(formatState)));"
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [format_state(v) for v in values]
+
+
+# ---------- 注意力热力图 ----------
+
+W3 = np.array([[0.5, 0.3, 0.2], [0.168, 0.457, 0.374], [0.1, 0.2, 0.7]])
+
+
+def test_heatmap_selection_round_trip():
+    h = AttentionHeatmap(W3, ["我", "love", "猫"], selected=(1, 2))
+    assert h.selected == (1, 2)
+    assert h.selected_weight == pytest.approx(0.374)
+    h.select(0)
+    assert h.selected == (0, None) and h.selected_weight is None
+    np.testing.assert_allclose(h.selected_row(), W3[0])
+
+
+def test_heatmap_clamps_selection():
+    h = AttentionHeatmap(W3, ["我", "love", "猫"])
+    h.select(99, 99)
+    assert h.selected == (2, 2)
+    h.row = -7
+    assert h.selected is None
+    h.map_index = 5
+    assert h.map_index == 0
+
+
+def test_heatmap_accepts_torch_and_layers_by_heads():
+    import torch
+
+    w = torch.softmax(torch.randn(2, 3, 4, 4), dim=-1)             # (L, H, T, S)
+    h = AttentionHeatmap(w, list("abcd"))
+    assert len(h.weights) == 6 and h.labels[4] == "第 2 层 · 第 2 头"
+    h.select(1, 3, map_index=4)
+    assert h.selected_weight == pytest.approx(float(w[1, 1, 1, 3]), abs=1e-6)
+
+
+def test_heatmap_bad_inputs():
+    with pytest.raises(ValueError, match=r"\(T=3, S=3\).*2 个查询词"):
+        AttentionHeatmap(W3, ["a", "b"])
+    with pytest.raises(ValueError, match="实际形状为 \\(3,\\)"):
+        AttentionHeatmap(np.ones(3), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="NaN"):
+        AttentionHeatmap(np.full((2, 2), np.nan), ["a", "b"])
+    with pytest.raises(ValueError, match="labels 应有 2 个"):
+        AttentionHeatmap(np.ones((2, 2, 2)), ["a", "b"], labels=["x"])
