@@ -5,10 +5,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 HTML   := _build/html
+SHELL  := /bin/bash
 JCACHE := _build/.jupyter_cache
 JOBS   ?= 2
 
-.PHONY: help install book test unit nbval browser lint-notebooks clean vendor
+.PHONY: help install book test unit nbval browser clean vendor
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
@@ -35,22 +36,28 @@ FORCE:
 
 book: $(STAMP) _build/.src-hash
 	$(BIN)/python tools/nbtool.py check
-	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	TFCOURSE_STRICT_FONTS=1 $(BIN)/jupyter-book build . --builder html -W -n --keep-going 2>&1 | tee _build/book.log; \
+	  test $${PIPESTATUS[0]} -eq 0
 	@echo "网站已生成：$(HTML)/index.html"
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
 
-nbval: $(STAMP)
-	$(BIN)/pytest -q -n $(JOBS) --dist loadscope --nbval-lax -p no:randomly book/p*/
+# nbval 逐格执行每一章；执行结果同时存进 jupyter-cache，随后的网站构建直接复用（每章只执行一次）。
+NBVAL := PYTHONPATH=tools $(BIN)/pytest -q -n $(JOBS) --dist loadscope -p nbval_cache --nbval-lax --nb-cache $(JCACHE)
+
+nbval: $(STAMP) _build/.src-hash
+	$(NBVAL) book/p*/
 
 browser: $(STAMP)
 	$(BIN)/pytest -q tests -m browser
 
-test: $(STAMP)
+test: $(STAMP) _build/.src-hash
 	$(BIN)/python tools/nbtool.py check
-	$(BIN)/pytest -q -n $(JOBS) --dist loadscope tests -m "not browser" --nbval-lax book/p*/
+	TFCOURSE_STRICT_FONTS=1 $(NBVAL) tests -m "not browser" book/p*/
 	$(MAKE) book
+	@if grep -q "Executing notebook" _build/book.log; then \
+	  echo "错误：网站构建又执行了一遍笔记本（nbval 的执行结果没有进缓存）"; exit 1; fi
 	$(BIN)/pytest -q tests -m browser
 
 vendor:

@@ -1,0 +1,118 @@
+"""章节笔记本的结构检查：每章都有约定的部分、练习能自检、答案默认折叠、提交时不带输出。"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtool  # noqa: E402
+
+
+def _toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = []
+    for part in toc["parts"]:
+        files += [c["file"] for c in part["chapters"]]
+    return files
+
+
+CHAPTERS = [f for f in _toc_files() if "/ch" in f]
+
+
+def _cells(path: str) -> list[dict]:
+    return json.loads((ROOT / f"{path}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def _src(cell) -> str:
+    return "".join(cell["source"])
+
+
+def test_toc_lists_every_chapter_notebook_and_nothing_missing():
+    on_disk = sorted(p.relative_to(ROOT).with_suffix("").as_posix() for p in nbtool.chapter_notebooks())
+    assert on_disk == sorted(CHAPTERS)
+    for f in _toc_files():
+        assert (ROOT / f"{f}.ipynb").exists() or (ROOT / f"{f}.md").exists(), f
+
+
+def test_preface_marks_exactly_the_published_chapters():
+    text = (ROOT / "book" / "preface.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\S+) \| (\d+) \| (.+?) \| (✅|🚧) \|$", text, flags=re.M)
+    assert [int(r[1]) for r in rows] == list(range(1, 17))
+    published = {int(r[1]) for r in rows if r[3] == "✅"}
+    in_toc = {int(re.search(r"/ch(\d+)-", f).group(1)) for f in CHAPTERS}
+    assert published == in_toc
+    for part, n, title, mark in rows:
+        if mark == "✅":
+            link = re.search(r"\]\(([^)]+)\)", title).group(1)
+            assert (ROOT / "book" / link).exists(), link
+
+
+def test_notebooks_have_no_outputs_and_current_colab_cell():
+    assert nbtool.main(["nbtool", "check"]) == 0
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_has_the_house_structure(chapter):
+    cells = _cells(chapter)
+    md = "\n".join(_src(c) for c in cells if c["cell_type"] == "markdown")
+    for heading in ("路标", "本章目标", "常见坑与自查", "练习", "小结", "下一篇"):
+        assert re.search(rf"^#+ .*{heading}", md, flags=re.M), f"{chapter} 缺少「{heading}」一节"
+    n = int(re.search(r"/ch(\d+)-", chapter).group(1))
+    if n == 1:
+        assert "核对常见说法" in md, "第 1 章要有「核对常见说法」框"
+    code = [c for c in cells if c["cell_type"] == "code" and nbtool.COLAB_TAG not in c["metadata"].get("tags", [])]
+    assert re.search(rf"start_chapter\({n}\b", _src(code[0])), "第一个代码单元应调用 start_chapter"
+    assert "clock.report()" in _src(code[-1]), "最后一个代码单元应打印本章运行时间"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_exercises_check_themselves_and_solutions_are_hidden(chapter):
+    cells = _cells(chapter)
+    checks = [c for c in cells if c["cell_type"] == "code" and re.search(r'\bcheck\("', _src(c))]
+    solutions = [c for c in checks if "hide-input" in c["metadata"].get("tags", [])]
+    assert solutions, "至少要有一道带参考答案的编程练习"
+    for sol in solutions:
+        assert sol["metadata"].get("jupyter", {}).get("source_hidden") is True   # Jupyter/Colab 里也折叠
+        assert "assert result.passed" in _src(sol)
+    attempts = [c for c in checks if c not in solutions]
+    assert len(attempts) >= len(solutions), "每道练习都要有读者自己运行的检查单元"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_widget_cells_are_not_compared_by_nbval(chapter):
+    for c in _cells(chapter):
+        src = _src(c)
+        if c["cell_type"] == "code" and re.search(r"^\w+ = (RNNMemoryExplorer|AttentionHeatmap)\(", src, re.M):
+            assert "nbval-ignore-output" in c["metadata"].get("tags", []), src[:80]
+
+
+def _run_colab_cell(monkeypatch, in_colab: bool) -> list:
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))
+    if in_colab:
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    exec(compile(nbtool.colab_cell_source(), "colab-cell", "exec"), {})
+    return calls
+
+
+def test_colab_cell_does_nothing_outside_colab(monkeypatch):
+    assert _run_colab_cell(monkeypatch, in_colab=False) == []
+
+
+def test_colab_cell_installs_package_without_replacing_colab_torch(monkeypatch):
+    calls = _run_colab_cell(monkeypatch, in_colab=True)
+    pip = calls[0]
+    url, branch = nbtool.repository_url()
+    assert "--no-deps" in pip and f"tfcourse @ git+{url}@{branch}" in pip
+    assert not any(str(a).split("=")[0] in {"torch", "ipywidgets", "numpy"} for a in pip)
+    assert "fonts-noto-cjk" in calls[1]
