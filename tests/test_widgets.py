@@ -1,5 +1,4 @@
 import json
-import pathlib
 import shutil
 import subprocess
 
@@ -8,9 +7,6 @@ import pytest
 
 from tfcourse import rnn
 from tfcourse.widgets import AttentionHeatmap, RNNMemoryExplorer, format_state
-
-STATIC = pathlib.Path(__file__).resolve().parents[1] / "src" / "tfcourse" / "widgets" / "static"
-
 
 # ---------- RNN 记忆探索器 ----------
 
@@ -64,7 +60,7 @@ def test_python_and_javascript_number_formats_agree(tmp_path):
     assert node, "需要 Node.js 来运行前端格式化函数（CI 机器自带）"
     values = [0.0, 1.0, 0.049338, 0.0021, 0.00099, 2.66e-5, 1.234567e-9, 0.26103, -0.5, 0.99995, 0.001]
     module = tmp_path / "rnn_explorer.mjs"
-    module.write_text((STATIC / "rnn_explorer.js").read_text(encoding="utf-8"), encoding="utf-8")
+    module.write_text(RNNMemoryExplorer._esm, encoding="utf-8")
     script = f"import {{ formatState }} from {json.dumps(module.as_uri())};" \
              f"console.log(JSON.stringify({json.dumps(values)}.map(formatState)));"
     out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, check=True)

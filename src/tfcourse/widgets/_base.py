@@ -8,6 +8,11 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
+def esm(name: str) -> str:
+    """小部件的前端模块：共用工具 _dom.js 拼在 static/name 前面（静态网页上模块之间不能相互 import）。"""
+    return "\n".join((STATIC / f).read_text(encoding="utf-8") for f in ("_dom.js", name))
+
+
 class CourseWidget(anywidget.AnyWidget):
     """全书小部件的基类：统一的样式表（亮色、暗色主题都适用）。"""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import traitlets as t
 
-from ._base import STATIC, CourseWidget, clamp
+from ._base import CourseWidget, clamp, esm
 
 
 def _to_numpy(weights) -> np.ndarray:
@@ -24,7 +24,7 @@ class AttentionHeatmap(CourseWidget):
     点击格子（或行首的词）会记录选择：Python 里用 .selected 与 .selected_weight 读取。
     """
 
-    _esm = STATIC / "heatmap.js"
+    _esm = esm("heatmap.js")
 
     weights = t.List(t.List(t.List(t.Float()))).tag(sync=True)   # (M, T, S)
     q_tokens = t.List(t.Unicode()).tag(sync=True)

@@ -6,7 +6,7 @@ import traitlets as t
 
 from .. import rnn
 from .._checks import finite_number, positive_int
-from ._base import STATIC, CourseWidget, clamp
+from ._base import CourseWidget, clamp, esm
 
 DEFAULT_W_HH = tuple(np.round(np.arange(0.0, 1.5001, 0.05), 2).tolist())
 DEFAULT_W_XH = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
@@ -34,7 +34,7 @@ class RNNMemoryExplorer(CourseWidget):
     前端只查表；attention_alpha 画出注意力的对照线（开头位置的固定权重，与长度无关）。
     """
 
-    _esm = STATIC / "rnn_explorer.js"
+    _esm = esm("rnn_explorer.js")
 
     w_hh_values = t.List(t.Float()).tag(sync=True)
     w_xh_values = t.List(t.Float()).tag(sync=True)

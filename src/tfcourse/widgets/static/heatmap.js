@@ -1,15 +1,4 @@
 // 可点击的注意力热力图（anywidget 前端）。权重由 Python 算好传进来，这里只负责显示与选择。
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) node.append(c);
-  return node;
-}
-
 // 不透明的色阶（浅蓝 → 深蓝），文字取黑或白中对比度更高的一种：亮色、暗色主题下都清楚。
 const LOW = [239, 246, 255], HIGH = [30, 64, 175];
 function cellColours(t) {
@@ -20,24 +9,10 @@ function cellColours(t) {
   return { background: `rgb(${rgb.join(", ")})`, color: text };
 }
 
-// 在没有内核的静态网页上，save_changes 无处可发：吞掉这个错误，本地状态照常更新。
-function commit(model, changes) {
-  for (const [k, v] of Object.entries(changes)) model.set(k, v);
-  try { model.save_changes(); } catch (e) { /* 静态页面：没有内核可同步 */ }
-}
-
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-heatmap" });
   el.append(root);
   let focusKey = null; // 最近一次交互的位置：重绘后把键盘焦点放回那里
-  let pending = false;
-  // 一次选择会同时改 row 和 col：合并成一次重绘
-  function schedule() {
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => { pending = false; draw(); });
-  }
-
   function draw() {
     const hadFocus = root.contains(document.activeElement);
     const maps = model.get("weights") || [];
@@ -168,6 +143,7 @@ function render({ model, el }) {
   }
 
   const events = ["weights", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
+  const schedule = batched(draw);           // 一次选择会同时改 row 和 col
   for (const name of events) model.on(`change:${name}`, schedule);
   draw();
   return () => { for (const name of events) model.off(`change:${name}`, schedule); };

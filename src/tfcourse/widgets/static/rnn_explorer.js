@@ -1,17 +1,6 @@
 // RNN 记忆探索器（anywidget 前端）。整张参数网格由 Python 预先算好，这里只查表和画图。
 const SVG = "http://www.w3.org/2000/svg";
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) node.append(c);
-  return node;
-}
-
 function s(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
@@ -31,13 +20,6 @@ function formatPercent(v) {
   const p = v * 100;
   return Math.abs(p) >= 0.1 ? `${p.toFixed(1)}%` : `${Number(p.toPrecision(2))}%`;
 }
-
-function commit(model, changes) {
-  for (const [k, v] of Object.entries(changes)) model.set(k, v);
-  try { model.save_changes(); } catch (e) { /* 静态页面：没有内核可同步 */ }
-}
-
-const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
 
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-rnn" });
@@ -126,12 +108,7 @@ function render({ model, el }) {
     svg.append(s("circle", { class: "tfc-marker", cx: x(L), cy: y(hL), r: 4.5 }));
   }
 
-  let pending = false;
-  function schedule() {                     // 同一轮里的多次修改只重绘一次
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => { pending = false; draw(); });
-  }
+  const schedule = batched(draw);
   const events = ["w_hh_index", "w_xh_index", "length", "curves", "attention_alpha"];
   for (const name of events) model.on(`change:${name}`, schedule);
   draw();

@@ -1,0 +1,30 @@
+// 全书小部件前端共用的小工具（Python 端把这个文件拼在每个小部件模块的前面，见 widgets/_base.py）。
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c);
+  return node;
+}
+
+// 把读者的操作写回模型。活内核里 save_changes 把它同步回 Python；
+// 静态网页上没有内核，save_changes 无处可发：吞掉这个错误，本地状态照常更新。
+function commit(model, changes) {
+  for (const [k, v] of Object.entries(changes)) model.set(k, v);
+  try { model.save_changes(); } catch (e) { /* 静态页面：没有内核可同步 */ }
+}
+
+// 一次操作常常同时改好几个属性：合并成一次重绘。
+function batched(fn) {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => { pending = false; fn(); });
+  };
+}
+
+const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
