@@ -35,6 +35,7 @@ _build/.src-hash: FORCE
 FORCE:
 
 book: $(STAMP) _build/.src-hash
+	tools/system-deps.sh fonts
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(BIN)/jupyter-book build . --builder html -W -n --keep-going 2>&1 | tee _build/book.log; \
 	  test $${PIPESTATUS[0]} -eq 0
@@ -50,9 +51,11 @@ nbval: $(STAMP) _build/.src-hash
 	$(NBVAL) book/p*/
 
 browser: $(STAMP)
+	tools/system-deps.sh browser
 	$(BIN)/pytest -q tests -m browser
 
 test: $(STAMP) _build/.src-hash
+	tools/system-deps.sh fonts browser
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(NBVAL) tests -m "not browser" book/p*/
 	$(MAKE) book

@@ -1,14 +1,16 @@
 """打开构建好的网站，像读者一样使用小部件；断言离线可用、数值正确、主题可读。"""
 from __future__ import annotations
 
+import pathlib
 import re
 
-import numpy as np
 import pytest
+import yaml
 
 from tfcourse import attention, rnn
 from tfcourse.widgets import format_state
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CH1 = "book/p1-foundations/ch01-why-rnn-forgets.html"
 EXPLORER = ".tfc-rnn"
 HEATMAP_LOVE = '.tfc-heatmap:has(th:text-is("love"))'
@@ -153,3 +155,13 @@ def test_chapter_page_reports_its_run_time(visit):
     m = re.search(r"第 1 章运行时间：([\d.]+) 秒（预算 60 秒", text)
     assert m, "第 1 章页面末尾应打印运行时间"
     assert float(m.group(1)) < 60
+
+
+def test_chapter_has_colab_and_binder_launch_buttons(visit):
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    slug = repo["url"].removeprefix("https://github.com/").rstrip("/")
+    nb = CH1.removesuffix(".html") + ".ipynb"
+    v = visit(CH1)
+    hrefs = v.page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+    assert f"https://colab.research.google.com/github/{slug}/blob/{repo['branch']}/{nb}" in hrefs
+    assert any(h.startswith(f"https://mybinder.org/v2/gh/{slug}/{repo['branch']}") and nb in h for h in hrefs)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# 检查并安装系统包：中文字体（构建网站时画图要用）与 Chromium（浏览器测试要用）。
+#   tools/system-deps.sh fonts          只要字体（make book）
+#   tools/system-deps.sh fonts browser  字体和浏览器（make test、.ci/run）
+set -euo pipefail
+need=()
+for what in "$@"; do
+  case "$what" in
+    fonts)   fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk fontconfig) ;;
+    browser) command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
+    *) echo "未知的参数：$what（可选 fonts、browser）" >&2; exit 2 ;;
+  esac
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "需要安装系统包：${need[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "请用管理员权限运行：sudo apt-get install -y ${need[*]}，然后重新运行 make。" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "已安装：${need[*]}"
