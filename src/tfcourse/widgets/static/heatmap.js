@@ -45,7 +45,7 @@ function render({ model, el }) {
       root.append(h("div", { class: "tfc-control" }, h("label", { text: "注意力图：" }), sel));
     }
 
-    const table = h("table", { class: "tfc-grid-table", role: "grid",
+    const table = h("table", { class: "tfc-grid-table" + (showNumbers ? "" : " tfc-compact"), role: "grid",
       "aria-label": `注意力权重热力图：行是${model.get("query_axis")}，列是${model.get("key_axis")}` });
     const head = h("tr", {}, h("th", { class: "tfc-axis-label", text: `${model.get("query_axis")} ＼ ${model.get("key_axis")}` }));
     kTok.forEach((k) => head.append(h("th", { scope: "col", text: k })));
@@ -99,7 +99,7 @@ function render({ model, el }) {
       body.append(tr);
     });
     table.append(body);
-    root.append(table);
+    root.append(h("div", { class: "tfc-scroll" }, table));   // 很长的序列：表格横向滚动，不撑破页面
     root.append(tooltip);
     root.append(h("div", { class: "tfc-note", text: `颜色越深权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。点击格子或行首的词；方向键也可以移动。` }));
 
