@@ -39,3 +39,12 @@ def test_missing_glyphs_fail_loudly_in_strict_mode(monkeypatch):
         with pytest.raises(UserWarning, match="missing from font"):
             _draw_chinese_figure()
     use_chinese_font(strict=True)
+
+
+def test_html_table_escapes_and_checks_row_width():
+    from tfcourse.plotting import html_table
+
+    out = html_table(["模型", "步数"], [["<RNN>", 75], ["注意力", 25]]).data
+    assert "<th>模型</th>" in out and "&lt;RNN&gt;" in out and out.count("<tr>") == 3
+    with pytest.raises(ValueError, match="应有 2 个单元格.*第 2 行有 1 个"):
+        html_table(["a", "b"], [[1, 2], [3]])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib
 from matplotlib import font_manager
 
-__all__ = ["CJK_FONT_CANDIDATES", "find_chinese_font", "use_chinese_font"]
+__all__ = ["CJK_FONT_CANDIDATES", "find_chinese_font", "use_chinese_font", "html_table"]
 
 # 按优先级排列：Debian/Ubuntu 的 fonts-noto-cjk、其他发行版与 macOS/Windows 的常见中文字体。
 CJK_FONT_CANDIDATES = (
@@ -61,3 +61,22 @@ def use_chinese_font(strict: bool = False) -> str | None:
     matplotlib.rcParams["font.sans-serif"] = [name, "DejaVu Sans"]
     matplotlib.rcParams["axes.unicode_minus"] = False
     return name
+
+
+def html_table(header, rows, align: str = "right"):
+    """把表头和若干行做成 HTML 表格（Jupyter、Colab 与网站里都能正常显示；Markdown 表格在输出里不会渲染）。"""
+    import html as _html
+
+    from IPython.display import HTML
+
+    header = [str(h) for h in header]
+    rows = [[str(v) for v in row] for row in rows]
+    bad = [i for i, row in enumerate(rows) if len(row) != len(header)]
+    if bad:
+        raise ValueError(f"每一行应有 {len(header)} 个单元格（与表头一致），第 {bad[0] + 1} 行有 {len(rows[bad[0]])} 个。")
+    head = "".join(f"<th>{_html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="text-align:{align}">{_html.escape(v)}</td>' for v in row) + "</tr>"
+        for row in rows
+    )
+    return HTML(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
