@@ -2,7 +2,7 @@
 // 不透明的色阶（浅蓝 → 深蓝），文字取黑或白中对比度更高的一种：亮色、暗色主题下都清楚。
 const LOW = [239, 246, 255], HIGH = [30, 64, 175];
 function cellColours(t) {
-  const rgb = LOW.map((c, i) => Math.round(c + (HIGH[i] - c) * Math.max(0, Math.min(1, t))));
+  const rgb = LOW.map((c, i) => Math.round(c + (HIGH[i] - c) * clamp(t, 0, 1)));
   const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
   const L = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
   const text = (1.05 / (L + 0.05)) >= ((L + 0.05) / 0.05) ? "#fff" : "#111";
