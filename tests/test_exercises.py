@@ -70,3 +70,25 @@ def test_unknown_exercise_and_non_callable():
 def test_html_repr_escapes_and_marks_status():
     ok = check("ch01.softmax", attention.softmax)
     assert "✅" in ok._repr_html_() and "#1a7f37" in ok._repr_html_()
+
+
+def test_in_place_solution_cannot_corrupt_the_hidden_cases():
+    def in_place_softmax(x):
+        x -= x.max(axis=-1, keepdims=True)          # 原地修改输入：常见写法
+        np.exp(x, out=x)
+        x /= x.sum(axis=-1, keepdims=True)
+        return x
+
+    def naive(x):
+        e = np.exp(x)
+        return e / e.sum(-1, keepdims=True)
+
+    assert check("ch01.softmax", in_place_softmax).passed
+    big = EXERCISES["ch01.softmax"].cases[2].args[0]
+    np.testing.assert_array_equal(big, [1000.0, 1001.0, 999.0])   # "很大的打分"用例原样保留
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert not check("ch01.softmax", naive).passed           # 所以朴素写法照样被抓住
+
+
+def test_summary_names_the_exercise():
+    assert "实现数值稳定的 softmax" in check("ch01.softmax", attention.softmax).summary()

@@ -49,7 +49,7 @@ def test_preface_marks_exactly_the_published_chapters():
     published = {int(r[1]) for r in rows if r[3] == "✅"}
     in_toc = {int(re.search(r"/ch(\d+)-", f).group(1)) for f in CHAPTERS}
     assert published == in_toc
-    for part, n, title, mark in rows:
+    for _part, _n, title, mark in rows:
         if mark == "✅":
             link = re.search(r"\]\(([^)]+)\)", title).group(1)
             assert (ROOT / "book" / link).exists(), link

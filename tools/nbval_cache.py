@@ -69,7 +69,7 @@ class _Recorder:
         if entry["failed"] or len(entry["outputs"]) != n_cells:
             return
         state = _widget_state(item.parent.kernel)
-        _store(self.cache_path, pathlib.Path(str(item.parent.fspath)), item.parent.nb, entry, state)
+        _store(self.cache_path, pathlib.Path(str(item.parent.fspath)), entry, state)
 
 
 def _widget_state(kernel) -> dict | None:
@@ -93,7 +93,7 @@ def _widget_state(kernel) -> dict | None:
     return json.loads(out.split(_MARK)[1])
 
 
-def _store(cache_path: pathlib.Path, path: pathlib.Path, source_nb, entry: dict, state: dict | None) -> None:
+def _store(cache_path: pathlib.Path, path: pathlib.Path, entry: dict, state: dict | None) -> None:
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 

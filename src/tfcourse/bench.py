@@ -55,8 +55,8 @@ def rnn_vs_attention_timing(lengths, batch: int = 16, d: int = 64, repeats: int 
             rows.append(
                 {
                     "T": T,
-                    "rnn_ms": 1e3 * median_time(lambda: rnn(x), repeats),
-                    "attention_ms": 1e3 * median_time(lambda: attention(x), repeats),
+                    "rnn_ms": 1e3 * median_time(lambda x=x: rnn(x), repeats),
+                    "attention_ms": 1e3 * median_time(lambda x=x: attention(x), repeats),
                     "rnn_sequential_steps": T,
                     "attention_sequential_steps": 1,
                     "rnn_macs": 2 * batch * T * d * d,

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import copy
 import html
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,6 +40,7 @@ class CheckResult:
     """check() 的结果：passed 为 True 表示全部隐藏用例通过。"""
 
     exercise_id: str
+    title: str
     passed: bool
     n_cases: int
     n_passed: int
@@ -46,9 +48,9 @@ class CheckResult:
 
     def summary(self) -> str:
         head = (
-            f"✅ 练习 {self.exercise_id}：{self.n_passed}/{self.n_cases} 个隐藏用例全部通过。"
+            f"✅ 练习 {self.exercise_id}（{self.title}）：{self.n_passed}/{self.n_cases} 个隐藏用例全部通过。"
             if self.passed
-            else f"❌ 练习 {self.exercise_id}：通过 {self.n_passed}/{self.n_cases} 个隐藏用例。"
+            else f"❌ 练习 {self.exercise_id}（{self.title}）：通过 {self.n_passed}/{self.n_cases} 个隐藏用例。"
         )
         return "\n".join([head, *self.messages])
 
@@ -101,9 +103,9 @@ def check(exercise_id: str, fn: Callable) -> CheckResult:
     messages: list[str] = []
     n_passed = 0
     for i, case in enumerate(ex.cases, start=1):
-        expected = ex.reference(*case.args)
+        expected = ex.reference(*copy.deepcopy(case.args))
         try:
-            got = fn(*case.args)
+            got = fn(*copy.deepcopy(case.args))          # 副本：读者的函数原地修改输入也不会弄坏隐藏用例
         except NotImplementedError:
             messages.append(f"用例 {i}（{case.description}）：函数还没有实现（NotImplementedError）。")
             continue
@@ -115,7 +117,7 @@ def check(exercise_id: str, fn: Callable) -> CheckResult:
             n_passed += 1
         else:
             messages.append(f"用例 {i}（{case.description}）：{problem}")
-    return CheckResult(exercise_id, n_passed == len(ex.cases), len(ex.cases), n_passed, messages)
+    return CheckResult(exercise_id, ex.title, n_passed == len(ex.cases), len(ex.cases), n_passed, messages)
 
 
 def _ch01_cases_rnn() -> tuple[Case, ...]:

@@ -1,7 +1,6 @@
-"""每章开头与结尾都要做的事：固定随机种子、计时、检查依赖。"""
+"""每章开头与结尾都要做的事：固定随机种子、设置中文字体、计时。"""
 from __future__ import annotations
 
-import importlib
 import os
 import random
 import time
@@ -9,31 +8,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["set_seed", "require", "ChapterClock", "start_chapter"]
+__all__ = ["set_seed", "ChapterClock", "start_chapter"]
 
 
 def set_seed(seed: int = 0) -> None:
     """固定 Python、numpy 与 torch（若已安装）的随机种子，让同一种子给出同样的数字。"""
     random.seed(seed)
     np.random.seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
     try:
         import torch
     except ImportError:
         return
     torch.manual_seed(seed)
-
-
-def require(module: str, pip_name: str | None = None):
-    """导入一个可选依赖；缺失时给出中文提示，告诉读者该装哪个包。"""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        name = pip_name or module
-        raise ImportError(
-            f"本章需要 Python 包 {name!r}，但当前环境里没有安装。"
-            f"请先运行：pip install {name}（或在项目根目录运行 make book 自动安装全部依赖）。"
-        ) from None
 
 
 @dataclass

@@ -165,3 +165,19 @@ def test_chapter_has_colab_and_binder_launch_buttons(visit):
     hrefs = v.page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
     assert f"https://colab.research.google.com/github/{slug}/blob/{repo['branch']}/{nb}" in hrefs
     assert any(h.startswith(f"https://mybinder.org/v2/gh/{slug}/{repo['branch']}") and nb in h for h in hrefs)
+
+
+def test_map_selector_switches_the_trained_heatmap(visit):
+    trained = '.tfc-heatmap:has(select.tfc-map-select)'
+    v = visit(CH1, wait_for=trained)
+    heat = v.page.locator(trained).first
+    select = heat.locator("select.tfc-map-select")
+    labels = select.locator("option").all_inner_texts()
+    assert labels[0] == "训练 0 步" and labels[-1] == "训练 50 步"
+    # 笔记本里断言过：训练 50 步后几乎只看第 1 个位置；训练前没有哪个权重超过 0.2
+    assert select.input_value() == str(len(labels) - 1)
+    assert float(heat.locator("[data-testid=selected-weight]").inner_text()) > 0.9
+    select.select_option("0")
+    assert float(heat.locator("[data-testid=selected-weight]").inner_text()) < 0.2
+    assert heat.locator("td.tfc-cell").count() == 6 * 20
+    v.assert_clean()
