@@ -1,3 +1,5 @@
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -48,3 +50,206 @@ def test_bad_inputs_raise_chinese_errors():
         attention.first_token_attention_readout(5, alpha=1.5)
     with pytest.raises(ValueError, match="序列长度"):
         attention.first_token_attention_readout(0)
+
+
+# ---------------------------------------------------------------------------
+# 第 2–4 章：缩放点积注意力、掩码、多头注意力（对照 torch 的参考实现）
+# ---------------------------------------------------------------------------
+from torch import nn  # noqa: E402
+
+SHAPES = [((3, 5, 4), (3, 7, 4)), ((2, 3, 6, 8), (2, 3, 6, 8)), ((1, 1, 4), (1, 9, 4)), ((2, 2, 2, 3, 5), (2, 2, 2, 4, 5))]
+
+
+def _rand(shape, gen, dtype):
+    return torch.randn(*shape, generator=gen, dtype=dtype)
+
+
+def _torch_weights(q, k, mask=None):
+    """参考权重：torch 的 F.sdpa 不返回权重，用"值为单位阵"的技巧让它把权重当输出吐出来。"""
+    S = k.shape[-2]
+    eye = torch.eye(S, dtype=q.dtype).expand(*k.shape[:-2], S, S)
+    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+
+
+@pytest.mark.parametrize("dtype,atol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+@pytest.mark.parametrize("kind", ["none", "causal", "padding", "random"])
+@pytest.mark.parametrize("shapes", SHAPES)
+def test_sdpa_matches_torch(shapes, kind, dtype, atol):
+    gen = torch.Generator().manual_seed(zlib.crc32(repr((shapes, kind)).encode()))
+    q_shape, k_shape = shapes
+    q, k = _rand(q_shape, gen, dtype), _rand(k_shape, gen, dtype)
+    v = _rand(k_shape[:-1] + (3,), gen, dtype)
+    T, S = q_shape[-2], k_shape[-2]
+    mask = None
+    if kind == "causal":
+        mask = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)   # 每行至少能看一个键
+    elif kind == "padding":
+        lengths = torch.randint(1, S + 1, (k_shape[0],), generator=gen)
+        mask = attention.padding_mask(lengths, max_len=S)                # (B, 1, S)
+        mask = mask.view(k_shape[0], *([1] * (len(q_shape) - 2)), S)      # 广播到 (B, …, T, S)
+    elif kind == "random":
+        mask = torch.rand(T, S, generator=gen) < 0.6
+        mask[:, 0] = True
+    out, weights = attention.scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=atol, rtol=0)
+    torch.testing.assert_close(weights, _torch_weights(q, k, mask), atol=atol, rtol=0)
+    assert weights.shape == q.shape[:-1] + (S,)
+    allowed = torch.ones_like(weights, dtype=torch.bool) if mask is None else mask.expand_as(weights)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=dtype))   # 每行和为 1
+    assert torch.all(weights[~allowed] == 0)                                                   # 被屏蔽的键权重为 0
+
+
+def test_fully_masked_row_gives_zeros_not_nan_like_torch():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (_rand((2, 3, 4), gen, torch.float64) for _ in range(3))
+    mask = torch.tensor([[True, True, False], [False, False, False], [True, False, False]])
+    out, weights = attention.scaled_dot_product_attention(q, k, v, mask)
+    assert not torch.isnan(out).any() and not torch.isnan(weights).any()
+    assert torch.all(weights[:, 1] == 0) and torch.all(out[:, 1] == 0)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    _, w_np = attention.scaled_dot_product_attention_numpy(q[0].numpy(), k[0].numpy(), v[0].numpy(), mask.numpy())
+    np.testing.assert_allclose(w_np, weights[0].numpy(), atol=1e-12)
+
+
+def test_numpy_twin_matches_torch():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = rng.random((3, 5)) < 0.7
+    mask[:, 0] = True
+    for m in (None, mask):
+        out, w = attention.scaled_dot_product_attention_numpy(q, k, v, m)
+        t_out, t_w = attention.scaled_dot_product_attention(
+            *(torch.tensor(a) for a in (q, k, v)), None if m is None else torch.tensor(m))
+        np.testing.assert_allclose(out, t_out.numpy(), atol=1e-12)
+        np.testing.assert_allclose(w, t_w.numpy(), atol=1e-12)
+
+
+def test_masks_follow_true_means_may_attend():
+    m = attention.causal_mask(4)
+    assert m.dtype == torch.bool and m.shape == (4, 4)
+    assert m[2, :3].all() and not m[2, 3] and m.sum() == 10
+    by_len = attention.padding_mask(torch.tensor([3, 1]), max_len=4)
+    by_ids = attention.padding_mask(torch.tensor([[5, 6, 7, 0], [9, 0, 0, 0]]), pad_id=0)
+    expected = torch.tensor([[[True, True, True, False]], [[True, False, False, False]]])
+    assert torch.equal(by_len, expected) and torch.equal(by_ids, expected)
+    assert attention.padding_mask(torch.tensor([2, 4])).shape == (2, 1, 4)
+
+
+def test_causal_output_ignores_future_tokens():
+    gen = torch.Generator().manual_seed(5)
+    x = _rand((1, 6, 8), gen, torch.float64)
+    out1, _ = attention.scaled_dot_product_attention(x, x, x, attention.causal_mask(6))
+    x2 = x.clone()
+    x2[0, 4] += 10.0                                           # 改第 4 个位置
+    out2, _ = attention.scaled_dot_product_attention(x2, x2, x2, attention.causal_mask(6))
+    torch.testing.assert_close(out1[0, :4], out2[0, :4], atol=0, rtol=0)
+    assert not torch.allclose(out1[0, 4:], out2[0, 4:])
+
+
+def test_sdpa_bad_inputs_raise_chinese_errors():
+    q, k = torch.zeros(2, 3, 4), torch.zeros(2, 5, 4)
+    with pytest.raises(ValueError, match=r"最后一维 D.*\(2, 3, 4\).*\(2, 5, 3\)"):
+        attention.scaled_dot_product_attention(q, torch.zeros(2, 5, 3), k)
+    with pytest.raises(ValueError, match=r"长度 S.*\(2, 5, 4\).*\(2, 6, 4\)"):
+        attention.scaled_dot_product_attention(q, k, torch.zeros(2, 6, 4))
+    with pytest.raises(ValueError, match=r"dtype 应为 torch.bool.*torch.float32"):
+        attention.scaled_dot_product_attention(q, k, k, torch.ones(3, 5))
+    with pytest.raises(ValueError, match=r"形状 \(3, 4\) 无法广播到.*\(2, 3, 5\)"):
+        attention.scaled_dot_product_attention(q, k, k, torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="至少 2 维"):
+        attention.scaled_dot_product_attention(torch.zeros(4), k, k)
+    with pytest.raises(ValueError, match="pad_id"):
+        attention.padding_mask(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="不能超过 max_len=2"):
+        attention.padding_mask(torch.tensor([3]), max_len=2)
+
+
+def _pair(d_model=16, n_heads=4, bias=True, seed=0):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True).eval()
+    with torch.no_grad():                                      # 默认偏置是 0：换成随机数，抄错了才看得出来
+        for p in ref.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    ours = attention.MultiHeadAttention(d_model, n_heads, bias=bias).eval().load_torch_weights(ref)
+    return ours, ref
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "padding", "batch"])
+@pytest.mark.parametrize("cross", [False, True])
+def test_mha_matches_torch_multihead_attention(cross, mask_kind, bias):
+    ours, ref = _pair(bias=bias)
+    gen = torch.Generator().manual_seed(7)
+    B, T, S, C = 3, 5, (7 if cross else 5), 16
+    x = torch.randn(B, T, C, generator=gen)
+    mem = torch.randn(B, S, C, generator=gen) if cross else x
+    mask = None
+    torch_kw = {}
+    if mask_kind == "causal":
+        mask = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)     # (T, S)
+        torch_kw["attn_mask"] = ~mask                                      # torch 的布尔 attn_mask：True = 不许看
+    elif mask_kind == "padding":
+        lengths = torch.tensor([S, 2, 4])
+        mask = attention.padding_mask(lengths, max_len=S)                  # (B, 1, S)
+        torch_kw["key_padding_mask"] = ~mask[:, 0]
+    elif mask_kind == "batch":
+        mask = torch.rand(B, T, S, generator=gen) < 0.6                    # (B, T, S)
+        mask[..., 0] = True
+        torch_kw["attn_mask"] = (~mask).repeat_interleave(4, dim=0)        # torch 要 (B·H, T, S)
+    out, weights = ours(x, mem, mem, mask=mask)
+    ref_out, ref_avg = ref(x, mem, mem, need_weights=True, **torch_kw)
+    _, ref_heads = ref(x, mem, mem, need_weights=True, average_attn_weights=False, **torch_kw)
+    assert out.shape == (B, T, C) and weights.shape == (B, 4, T, S)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights, ref_heads, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(weights.mean(1), ref_avg, atol=1e-6, rtol=1e-5)
+
+
+def test_mha_mask_shapes_agree():
+    ours, _ = _pair()
+    x = torch.randn(2, 4, 16)
+    m = attention.causal_mask(4)
+    results = [ours(x, mask=mm)[0] for mm in (m, m.expand(2, 4, 4), m.expand(2, 1, 4, 4))]
+    for r in results[1:]:
+        torch.testing.assert_close(r, results[0], atol=0, rtol=0)
+
+
+def test_self_attention_is_permutation_equivariant_without_positions():
+    from tfcourse.positional import sinusoidal_positional_encoding
+    ours, _ = _pair()
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(1, 6, 16, generator=gen)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    out, _ = ours(x)
+    out_perm, _ = ours(x[:, perm])
+    torch.testing.assert_close(out_perm, out[:, perm], atol=1e-6, rtol=1e-5)           # 打乱输入 = 打乱输出
+    pe = sinusoidal_positional_encoding(6, 16)
+    out_pe, _ = ours(x + pe)
+    out_pe_perm, _ = ours(x[:, perm] + pe)
+    assert (out_pe_perm - out_pe[:, perm]).abs().max() > 1e-2                           # 加上位置编码就不再等变
+
+
+def test_mha_bad_inputs_raise_chinese_errors():
+    with pytest.raises(ValueError, match="d_model=10，n_heads=4"):
+        attention.MultiHeadAttention(10, 4)
+    mha = attention.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"query 的形状应为 \(B, 长度, 8\).*\(4, 8\)"):
+        mha(torch.zeros(4, 8))
+    with pytest.raises(ValueError, match="key 与 value 的长度须相同"):
+        mha(torch.zeros(1, 3, 8), torch.zeros(1, 4, 8), torch.zeros(1, 5, 8))
+    with pytest.raises(ValueError, match=r"形状 \(3, 4\) 无法广播"):
+        mha(torch.zeros(1, 3, 8), mask=torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="torch.bool"):
+        mha(torch.zeros(1, 3, 8), mask=torch.ones(3, 3))
+    with pytest.raises(ValueError, match="embed_dim=16"):
+        mha.load_torch_weights(nn.MultiheadAttention(16, 2))
+
+
+def test_scaling_statistics_show_var_d_and_vanishing_gradient():
+    r = attention.scaling_statistics(d_values=(4, 64, 512), n_keys=8, n_samples=500)
+    np.testing.assert_allclose(r["var_dot"] / r["d_values"], 1.0, atol=0.15)         # Var(q·k) ≈ d_k
+    unscaled, scaled = r["grad_norm"]
+    assert unscaled[-1] < 0.4 * scaled[-1]                                            # 不缩放：梯度变小
+    assert np.ptp(scaled) < 0.05                                                      # 缩放后与 d_k 无关
+    assert r["max_weight"][0, -1] > 0.9 > r["max_weight"][1, -1]
+    np.testing.assert_allclose(r["example"].sum(-1), 1.0)

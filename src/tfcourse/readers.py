@@ -4,17 +4,16 @@
 - `RecurrentReader(cell="gru")`：GRU（上一个系列的主角），同样串行；
 - `AttentionReader`：最后一个位置当查询，直接对全句所有位置做注意力（带可学习的位置向量）。
 
-注意力阅读器在第 1 章只当作"预告"使用；它里面的 Q/K/V 投影与缩放点积，
-第 2、3 章会一步步亲手写出来。
+注意力阅读器在第 1 章只当作"预告"使用；它里面的 Q/K/V 投影与缩放点积
+（`tfcourse.attention.scaled_dot_product_attention`），第 2、3 章会一步步亲手写出来。
 """
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
 
 from ._checks import positive_int
+from .attention import scaled_dot_product_attention
 
 __all__ = ["RecurrentReader", "AttentionReader"]
 
@@ -69,7 +68,6 @@ class AttentionReader(nn.Module):
         e = self.embed(x) + self.pos.weight[:T]                # (B, T, C)
         q = self.q_proj(e[:, -1:])                             # (B, 1, C)：最后一个位置提问
         k, v = self.k_proj(e), self.v_proj(e)                  # (B, T, C)
-        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])   # (B, 1, T)：和每个位置打分
-        weights = scores.softmax(dim=-1)                       # (B, 1, T)，每行和为 1
+        out, weights = scaled_dot_product_attention(q, k, v)  # (B, 1, C), (B, 1, T)：第 3 章的缩放点积注意力
         self.last_weights = weights[:, 0].detach()             # (B, T)
-        return self.head((weights @ v)[:, 0])                  # (B, 1, C) -> (B, n_classes)
+        return self.head(out[:, 0])                            # (B, 1, C) -> (B, n_classes)
