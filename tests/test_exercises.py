@@ -92,3 +92,14 @@ def test_in_place_solution_cannot_corrupt_the_hidden_cases():
 
 def test_summary_names_the_exercise():
     assert "实现数值稳定的 softmax" in check("ch01.softmax", attention.softmax).summary()
+
+
+def test_tuple_and_torch_results_are_compared_element_by_element():
+    import torch
+
+    from tfcourse.exercises import _compare
+
+    exp = (torch.ones(2, requires_grad=True) * 2, np.zeros(3))
+    assert _compare(exp, (torch.full((2,), 2.0), np.zeros(3)), 1e-6) is None
+    assert "第 2 个返回值：形状不对" in _compare(exp, (torch.full((2,), 2.0), np.zeros(4)), 1e-6)
+    assert "应返回 2 个结果" in _compare(exp, torch.zeros(2), 1e-6)

@@ -197,6 +197,7 @@ def scaling_statistics(d_values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n
             out["grad_norm"][i, j] = jac.flatten(1).norm(dim=-1).mean().item()
             out["example"][i, j] = p[0].numpy()
     out["d_values"] = np.asarray(d_values)
+    out["n_samples"] = n_samples
     return out
 
 

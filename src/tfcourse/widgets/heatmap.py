@@ -16,12 +16,23 @@ def _to_numpy(weights) -> np.ndarray:
         raise ValueError(f"weights 应为数值数组，无法转换：{exc}") from None
 
 
+def _to_numpy_bool(mask) -> np.ndarray:
+    if hasattr(mask, "detach"):
+        mask = mask.detach().cpu().numpy()
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise ValueError(f"mask 应为布尔数组（True 表示可以看），实际 dtype 为 {m.dtype}。")
+    return m
+
+
 class AttentionHeatmap(CourseWidget):
     """注意力权重热力图。
 
     weights：(T, S) 一张图；(M, T, S) 多张图（如多个头），用 labels 命名并在下拉框里切换；
     (L, H, T, S) 会按"第 l 层 · 第 h 头"展开成 L×H 张。行对应 q_tokens，列对应 k_tokens。
     点击格子（或行首的词）会记录选择：Python 里用 .selected 与 .selected_weight 读取。
+    mask（可选）：布尔数组，True 表示"可以看"，形状能广播到每张图 (T, S) 或全部 (M, T, S)；
+    被屏蔽的格子画成"×"（第 3 章的掩码视图）。
     """
 
     _esm = esm("heatmap.js")
@@ -37,9 +48,10 @@ class AttentionHeatmap(CourseWidget):
     query_axis = t.Unicode("查询 query").tag(sync=True)
     key_axis = t.Unicode("键 key").tag(sync=True)
     decimals = t.Int(3).tag(sync=True)
+    mask = t.List(t.List(t.List(t.Bool()))).tag(sync=True)     # (M, T, S)；空列表表示没有掩码
 
     def __init__(self, weights, q_tokens, k_tokens=None, *, labels=None, title="",
-                 query_axis="查询 query", key_axis="键 key", decimals=3, selected=None, **kwargs):
+                 query_axis="查询 query", key_axis="键 key", decimals=3, selected=None, mask=None, **kwargs):
         w = _to_numpy(weights)
         if w.ndim == 2:
             w = w[None]                                         # (T, S) -> (1, T, S)
@@ -67,7 +79,18 @@ class AttentionHeatmap(CourseWidget):
         labels = [str(s) for s in labels]
         if len(labels) != M:
             raise ValueError(f"labels 应有 {M} 个（每张图一个），实际有 {len(labels)} 个。")
+        mask_list = []
+        if mask is not None:
+            m = _to_numpy_bool(mask)
+            if m.ndim == 4:
+                m = m.reshape(-1, *m.shape[2:])                 # (L, H, T, S) -> (L·H, T, S)
+            try:
+                m = np.broadcast_to(m, (M, T, S))
+            except ValueError:
+                raise ValueError(f"mask 的形状 {m.shape} 无法广播到权重的形状 {(M, T, S)}。") from None
+            mask_list = m.tolist()
         super().__init__(
+            mask=mask_list,
             weights=np.round(w, 6).tolist(), q_tokens=q_tokens, k_tokens=k_tokens, labels=labels,
             title=title, query_axis=query_axis, key_axis=key_axis, decimals=decimals, **kwargs,
         )
@@ -101,6 +124,10 @@ class AttentionHeatmap(CourseWidget):
         if self.row < 0:
             return None
         return (self.row, None if self.col < 0 else self.col)
+
+    def is_masked(self, row: int, col: int) -> bool:
+        """第 row 个查询看第 col 个键是否被掩码屏蔽（当前这张图）。"""
+        return bool(self.mask) and not self.mask[self.map_index][row][col]
 
     @property
     def selected_weight(self) -> float | None:

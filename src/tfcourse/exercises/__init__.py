@@ -1,4 +1,4 @@
-"""会自己检查的练习。第 1 章引入，之后每章往 EXERCISES 里登记自己的练习。
+"""会自己检查的练习。第 1 章引入；每章的练习放在本包的 chNN.py 里，用 register() 登记。
 
 用法：check("ch01.softmax", 你的函数) —— 用隐藏用例逐个比对参考实现，
 用中文告诉你对不对；不对时指出是哪个用例、期望什么、你给了什么。
@@ -12,9 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from . import attention, rnn
 
-__all__ = ["check", "CheckResult", "Exercise", "EXERCISES"]
+__all__ = ["check", "register", "Case", "CheckResult", "Exercise", "EXERCISES"]
+
+EXERCISES: dict = {}   # 编号 → Exercise；由各章的 chNN.py 在导入时登记
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,28 @@ def _describe(value) -> str:
     return f"形状 {arr.shape} 的数组 {np.array2string(arr, precision=4, threshold=8)}"
 
 
+def _plain(value):
+    """torch 张量（可能带梯度）转成 numpy，其余原样返回。"""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().cpu().numpy()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
 def _compare(expected, got, atol: float) -> str | None:
     """相同则返回 None，否则返回一句中文说明差在哪里。"""
     if got is None:
         return "你的函数返回了 None —— 是不是忘了写 return？"
+    expected, got = _plain(expected), _plain(got)
+    if isinstance(expected, tuple):                      # 返回多个结果的练习（如 (输出, 权重)）：逐个比
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"应返回 {len(expected)} 个结果组成的元组，你返回的是 {type(got).__name__}。"
+        for n, (e, g) in enumerate(zip(expected, got), start=1):
+            problem = _compare(e, g, atol)
+            if problem is not None:
+                return f"第 {n} 个返回值：{problem}"
+        return None
     try:
         got_arr = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):
@@ -120,45 +139,11 @@ def check(exercise_id: str, fn: Callable) -> CheckResult:
     return CheckResult(exercise_id, ex.title, n_passed == len(ex.cases), len(ex.cases), n_passed, messages)
 
 
-def _ch01_cases_rnn() -> tuple[Case, ...]:
-    gen = np.random.default_rng(2017)
-    cases = [
-        Case(([1.0, 0.0, 0.0, 0.0, 0.0], 0.9, 0.5), "[1,0,0,0,0]，W_hh=0.9，W_xh=0.5"),
-        Case(([1.0], 0.9, 0.5), "只有 1 个时间步"),
-        Case(([0.0, 0.0, 1.0], 0.5, 2.0), "关键信息在最后"),
-        Case(([1.0] + [0.0] * 49, 1.2, 0.5), "W_hh=1.2 > 1，长度 50"),
-    ]
-    for _ in range(3):
-        seq = gen.normal(size=int(gen.integers(3, 12))).round(3).tolist()
-        w_hh, w_xh = gen.uniform(-1.5, 1.5, size=2).round(2)
-        cases.append(Case((seq, float(w_hh), float(w_xh)), f"随机序列，W_hh={w_hh}，W_xh={w_xh}"))
-    return tuple(cases)
+def register(exercise_id: str, exercise: Exercise) -> None:
+    """登记一道练习；编号形如 "ch03.causal_mask"，不能重复。"""
+    if exercise_id in EXERCISES:
+        raise ValueError(f"练习编号 {exercise_id!r} 已经登记过了。")
+    EXERCISES[exercise_id] = exercise
 
 
-def _ch01_cases_softmax() -> tuple[Case, ...]:
-    gen = np.random.default_rng(7)
-    return (
-        Case((np.array([0.0, 1.0, 0.8]),), "「我 love 猫」的打分 [0, 1, 0.8]"),
-        Case((np.array([2.0, 2.0, 2.0, 2.0]),), "打分全相等"),
-        Case((np.array([1000.0, 1001.0, 999.0]),), "很大的打分（朴素写法会溢出）"),
-        Case((np.array([-1000.0, -1000.5]),), "很小的打分（朴素写法会得到 0/0）"),
-        Case((gen.normal(size=(3, 5)),), "二维输入，按最后一维（每一行）归一化"),
-    )
-
-
-def _ch01_rnn_reference(seq, w_hh, w_xh):
-    return rnn.rnn_forward(seq, w_hh, w_xh)[-1]
-
-
-EXERCISES: dict[str, Exercise] = {
-    "ch01.rnn_final_state": Exercise(
-        title="实现标量 RNN，返回最后一步的隐藏状态",
-        reference=_ch01_rnn_reference,
-        cases=_ch01_cases_rnn(),
-    ),
-    "ch01.softmax": Exercise(
-        title="实现数值稳定的 softmax（沿最后一维）",
-        reference=attention.softmax,
-        cases=_ch01_cases_softmax(),
-    ),
-}
+from . import ch01, ch02, ch03, ch04, ch05  # noqa: E402,F401  各章登记自己的练习
