@@ -110,3 +110,54 @@ def test_heatmap_bad_inputs():
         AttentionHeatmap(np.full((2, 2), np.nan), ["a", "b"])
     with pytest.raises(ValueError, match="labels 应有 2 个"):
         AttentionHeatmap(np.ones((2, 2, 2)), ["a", "b"], labels=["x"])
+
+
+def test_heatmap_mask_view_marks_blocked_cells():
+    import torch
+
+    from tfcourse.attention import causal_mask
+    h = AttentionHeatmap(np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None], list("甲乙丙"), mask=causal_mask(3))
+    assert h.mask == [causal_mask(3).tolist()]
+    assert h.is_masked(0, 2) and not h.is_masked(2, 0)
+    multi = AttentionHeatmap(np.ones((2, 3, 3)) / 3, list("甲乙丙"), mask=torch.ones(1, 3, dtype=torch.bool))
+    assert len(multi.mask) == 2 and not multi.is_masked(1, 2)                     # (1, S) 广播到 (M, T, S)
+    with pytest.raises(ValueError, match="布尔数组"):
+        AttentionHeatmap(W3, list("甲乙丙"), mask=np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"mask 的形状 \(2, 2\) 无法广播"):
+        AttentionHeatmap(W3, list("甲乙丙"), mask=np.ones((2, 2), dtype=bool))
+
+
+# ---------- 缩放探索器（第 3 章）与位置编码探索器（第 5 章） ----------
+
+def test_scaling_explorer_shows_package_statistics():
+    from tfcourse.attention import scaling_statistics
+    from tfcourse.widgets import ScalingExplorer
+    stats = scaling_statistics(d_values=(1, 16, 256), n_keys=8, n_samples=50)
+    w = ScalingExplorer(d_k=200, stats=stats)                  # 按对数距离取最近的网格值
+    r = w.readout()
+    assert r["d_k"] == 256 and r["scaled"] is False
+    assert r["grad_norm"] == pytest.approx(stats["grad_norm"][0, 2], abs=1e-6)
+    assert w.set(d_k=1, scaled=True).readout()["max_weight"] == pytest.approx(stats["max_weight"][1, 0], abs=1e-6)
+    w.d_index = 99
+    assert w.d_index == 2                                      # 越界夹回
+    with pytest.raises(ValueError, match="d_k 应为正整数"):
+        w.set(d_k=0)
+    with pytest.raises(ValueError, match="scaling_statistics"):
+        ScalingExplorer(stats={"d_values": [1]})
+
+
+def test_pe_explorer_values_come_from_the_package():
+    from tfcourse.positional import sinusoidal_positional_encoding
+    from tfcourse.widgets import PositionalEncodingExplorer
+    w = PositionalEncodingExplorer(max_len=32, d_model=16, position=7, pair=2)
+    pe = sinusoidal_positional_encoding(32, 16)
+    assert w.values() == pytest.approx((pe[7, 4].item(), pe[7, 5].item()), abs=1e-6)
+    assert w.dots[5] == pytest.approx(float(pe[0] @ pe[5]), abs=1e-4)
+    assert w.wavelength == pytest.approx(2 * np.pi * 10000 ** (4 / 16))
+    w.set(position=500, pair=-3)
+    assert (w.position, w.pair) == (31, 0)
+    with pytest.raises(ValueError, match="position 应为整数"):
+        w.set(position=1.5)
+    with pytest.raises(ValueError, match="偶数"):
+        PositionalEncodingExplorer(d_model=7)
+    assert len(json.dumps(PositionalEncodingExplorer().get_state())) < 200_000

@@ -6,7 +6,7 @@ import base64
 import json
 import pytest
 
-from tfcourse.widgets import AttentionHeatmap, RNNMemoryExplorer
+from tfcourse.widgets import AttentionHeatmap, PositionalEncodingExplorer, RNNMemoryExplorer, ScalingExplorer
 
 HARNESS = """<!doctype html><html><head><meta charset="utf-8"></head><body><div id="root"></div>
 <script type="module">
@@ -58,5 +58,60 @@ def test_explorer_slider_writes_index_back(browser, offline):
     page.keyboard.press("End")
     calls = page.evaluate("window.calls")
     assert ["length", 30] in calls["set"] and calls["saves"] >= 1
+    assert errors == []
+    page.close()
+
+
+def test_scaling_explorer_controls_show_python_numbers(browser):
+    w = ScalingExplorer(d_k=4)
+    page, errors = _open(browser, w, offline=True)
+    slider = page.locator("[data-testid=d_index]")
+    slider.focus()
+    page.keyboard.press("End")                                 # d_k = 1024
+    assert ["d_index", len(w.d_values) - 1] in page.evaluate("window.calls.set")
+    w.set(d_k=1024, scaled=False)
+    assert page.locator("[data-testid=var-dot]").inner_text() == f"{w.readout()['var_dot']:.1f}"
+    assert page.locator("[data-testid=grad-norm]").inner_text() == f"{w.readout()['grad_norm']:.3f}"
+    page.locator("[data-testid=scaled]").check()               # 打开缩放：梯度回来了
+    assert ["scaled", True] in page.evaluate("window.calls.set")
+    w.set(scaled=True)
+    assert page.locator("[data-testid=grad-norm]").inner_text() == f"{w.readout()['grad_norm']:.3f}"
+    assert page.locator("[data-testid=max-weight]").inner_text() == f"{w.readout()['max_weight']:.3f}"
+    assert errors == []
+    page.close()
+
+
+def test_pe_explorer_table_click_selects_position_and_pair(browser):
+    w = PositionalEncodingExplorer(max_len=64, d_model=64, position=0, pair=0)
+    page, errors = _open(browser, w, offline=True)
+    box = page.locator("[data-testid=pe-table]").bounding_box()
+    # 点第 40 个位置、第 21 维（属于第 10 对）的中心
+    page.mouse.click(box["x"] + (21 + 0.5) / 64 * box["width"], box["y"] + (40 + 0.5) / 64 * box["height"])
+    calls = page.evaluate("window.calls.set")
+    assert ["position", 40] in calls and ["pair", 10] in calls
+    w.set(position=40, pair=10)
+    sin, cos = w.values()
+    assert page.locator("[data-testid=pe-sin]").inner_text() == f"{sin:.4f}"
+    assert page.locator("[data-testid=pe-cos]").inner_text() == f"{cos:.4f}"
+    assert page.locator("[data-testid=wavelength]").inner_text() == f"{w.wavelength:.2f}"
+    assert page.locator("[data-testid=dot]").inner_text() == f"{w.dots[40]:.3f}"
+    page.locator("[data-testid=position]").focus()
+    page.keyboard.press("End")
+    assert ["position", 63] in page.evaluate("window.calls.set")
+    assert errors == []
+    page.close()
+
+
+def test_heatmap_mask_view_marks_and_explains_blocked_cells(browser):
+    from tfcourse.attention import causal_mask
+    w = AttentionHeatmap([[1.0, 0, 0], [0.4, 0.6, 0], [0.2, 0.3, 0.5]], list("甲乙丙"), mask=causal_mask(3))
+    page, errors = _open(browser, w, offline=True)
+    assert page.locator("td.tfc-masked").count() == 3
+    assert page.locator('td[data-row="0"][data-col="2"]').inner_text() == "×"
+    page.locator('td[data-row="1"][data-col="2"]').click()
+    assert "被掩码屏蔽" in page.locator("[data-testid=selection]").inner_text()
+    page.locator('td[data-row="1"][data-col="1"]').click()
+    assert page.locator("[data-testid=selected-weight]").inner_text() == "0.600"
+    assert "被掩码屏蔽" not in page.locator("[data-testid=selection]").inner_text()
     assert errors == []
     page.close()

@@ -24,6 +24,9 @@ function render({ model, el }) {
     const W = maps[m] || [];
     const row = model.get("row");
     const col = model.get("col");
+    const masks = model.get("mask") || [];
+    const M = masks[m] || null;                      // 这张图的掩码（true = 可以看）；没有掩码时为 null
+    const blocked = (i, j) => M !== null && M[i] && M[i][j] === false;
     let maxW = 0;
     for (const r of W) for (const v of r) maxW = Math.max(maxW, v);
     if (maxW <= 0) maxW = 1;
@@ -68,18 +71,21 @@ function render({ model, el }) {
       tr.append(th);
       weights.forEach((w, j) => {
         const t = w / maxW;
-        const label = `查询「${qTok[i]}」→ 键「${kTok[j]}」：${fmt(w)}`;
+        const off = blocked(i, j);
+        const label = `查询「${qTok[i]}」→ 键「${kTok[j]}」：` + (off ? `被掩码屏蔽（权重 ${fmt(w)}）` : fmt(w));
         const td = h("td", {
-          class: "tfc-cell" + (i === row ? " tfc-inrow" : ""), role: "gridcell",
+          class: "tfc-cell" + (i === row ? " tfc-inrow" : "") + (off ? " tfc-masked" : ""), role: "gridcell",
           tabindex: i === rovingRow && j === rovingCol ? "0" : "-1",
           "aria-selected": String(i === row && j === col), "aria-label": label, title: label,
-          text: showNumbers ? fmt(w) : "",
+          text: off ? "×" : showNumbers ? fmt(w) : "",
         });
         td.dataset.row = String(i);
         td.dataset.col = String(j);
-        const colours = cellColours(t);
-        td.style.background = colours.background;
-        td.style.color = colours.color;
+        if (!off) {
+          const colours = cellColours(t);
+          td.style.background = colours.background;
+          td.style.color = colours.color;
+        }
         td.addEventListener("mouseenter", () => { tooltip.textContent = label; });
         td.addEventListener("click", () => { focusKey = `c${i},${j}`; commit(model, { row: i, col: j }); });
         td.addEventListener("keydown", (ev) => {
@@ -101,7 +107,8 @@ function render({ model, el }) {
     table.append(body);
     root.append(h("div", { class: "tfc-scroll" }, table));   // 很长的序列：表格横向滚动，不撑破页面
     root.append(tooltip);
-    root.append(h("div", { class: "tfc-note", text: `颜色越深权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。点击格子或行首的词；方向键也可以移动。` }));
+    root.append(h("div", { class: "tfc-note", text: `颜色越深权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。` +
+      (M ? "「×」是被掩码屏蔽的位置：这个查询不许看这个键。" : "") + "点击格子或行首的词；方向键也可以移动。" }));
 
     const detail = h("div", { class: "tfc-detail", "aria-live": "polite" });
     if (row >= 0 && row < W.length) {
@@ -110,7 +117,8 @@ function render({ model, el }) {
       const read = h("div", { class: "tfc-readout", "data-testid": "selection" });
       if (col >= 0 && col < rowW.length) {
         read.append(`选中：查询「${qTok[row]}」→ 键「${kTok[col]}」的权重 = `,
-          h("strong", { "data-testid": "selected-weight", text: fmt(rowW[col]) }));
+          h("strong", { "data-testid": "selected-weight", text: fmt(rowW[col]) }),
+          blocked(row, col) ? "（被掩码屏蔽）" : "");
       } else {
         read.append(`选中查询「${qTok[row]}」这一行：它对各个键的权重（和为 ${fmt(sum)}）`);
       }
@@ -122,7 +130,7 @@ function render({ model, el }) {
         bars.append(h("div", { class: "tfc-bar-row" + (j === col ? " tfc-picked" : ""), role: "listitem" },
           h("span", { class: "tfc-bar-name", text: kTok[j] }),
           h("div", { class: "tfc-bar-track" }, fill),
-          h("span", { class: "tfc-bar-value", text: fmt(w) })));
+          h("span", { class: "tfc-bar-value", text: blocked(row, j) ? `${fmt(w)} ×` : fmt(w) })));
       });
       detail.append(bars);
     } else {
@@ -142,7 +150,7 @@ function render({ model, el }) {
     }
   }
 
-  const events = ["weights", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
+  const events = ["weights", "mask", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
   const schedule = batched(draw);           // 一次选择会同时改 row 和 col
   for (const name of events) model.on(`change:${name}`, schedule);
   draw();

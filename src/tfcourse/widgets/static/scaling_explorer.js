@@ -1,0 +1,108 @@
+// 缩放探索器（anywidget 前端）。每个 d_k、缩放与否的统计量都由 Python 预先算好，这里只查表和画图。
+const SVG = "http://www.w3.org/2000/svg";
+function s(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function render({ model, el }) {
+  const root = h("div", { class: "tfc-widget tfc-scaling" });
+  el.append(root);
+  const uid = Math.random().toString(36).slice(2, 8);
+  const dVals = () => model.get("d_values");
+
+  root.append(h("div", { class: "tfc-title", text: "为什么要除以 √d_k：拖动 d_k，切换缩放，看 softmax 和梯度怎么变" }));
+  const slider = h("input", { type: "range", id: `tfc-d-${uid}`, min: "0", max: String(dVals().length - 1), step: "1", "data-testid": "d_index" });
+  const out = h("output", { for: `tfc-d-${uid}` });
+  slider.addEventListener("input", () => commit(model, { d_index: clamp(Number(slider.value), 0, dVals().length - 1) }));
+  root.append(h("div", { class: "tfc-control" }, h("label", { for: `tfc-d-${uid}`, text: "向量维数 d_k" }), slider, out));
+  const box = h("input", { type: "checkbox", id: `tfc-s-${uid}`, "data-testid": "scaled" });
+  box.addEventListener("change", () => commit(model, { scaled: box.checked }));
+  root.append(h("div", { class: "tfc-control" }, h("label", { for: `tfc-s-${uid}`, text: "打分除以 √d_k（缩放）" }), box));
+  const readout = h("div", { class: "tfc-readout", "aria-live": "polite" });
+  root.append(readout);
+  const charts = h("div", { class: "tfc-charts" });
+  root.append(charts);
+  const W = 360, H = 210, ml = 44, mr = 10, mt = 22, mb = 36;
+  const bars = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
+  const lines = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
+  charts.append(bars, lines);
+  root.append(h("div", { class: "tfc-note", text: "左：同一个查询对 16 个键的 softmax 权重（q、k 各分量取自标准正态分布）。右：softmax 雅可比矩阵的大小（反向传播经过 softmax 时梯度要乘上它），蓝色实线为缩放后，橙色虚线为不缩放。" }));
+
+  function axes(svg, xLabel, yLabel) {
+    svg.append(s("line", { class: "tfc-axis", x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
+    svg.append(s("line", { class: "tfc-axis", x1: ml, x2: ml, y1: mt, y2: H - mb }));
+    svg.append(s("text", { x: (ml + W - mr) / 2, y: H - 4, "text-anchor": "middle" }, xLabel));
+    svg.append(s("text", { x: ml, y: 12, "text-anchor": "start" }, yLabel));
+  }
+
+  function draw() {
+    const ds = dVals();
+    const j = clamp(model.get("d_index"), 0, ds.length - 1);
+    const scaled = !!model.get("scaled");
+    const i = scaled ? 1 : 0;
+    slider.value = String(j);
+    out.textContent = String(ds[j]);
+    slider.setAttribute("aria-valuetext", `d_k = ${ds[j]}`);
+    box.checked = scaled;
+    const v = model.get("var_dot")[j];
+    const mw = model.get("max_weight")[i][j];
+    const ent = model.get("entropy")[i][j];
+    const g = model.get("grad_norm")[i][j];
+    const ex = model.get("example")[i][j];
+    const n = ex.length;
+    readout.replaceChildren(
+      `d_k = ${ds[j]}：点积 q·k 的方差实测 `, h("strong", { "data-testid": "var-dot", text: v.toFixed(1) }),
+      `（理论值 ${ds[j]}）`, scaled ? `；除以 √d_k = ${Math.sqrt(ds[j]).toFixed(2)} 后方差回到约 1。` : "；没有缩放。",
+      h("br"),
+      "每行最大权重平均 ", h("strong", { "data-testid": "max-weight", text: mw.toFixed(3) }),
+      `，熵 `, h("strong", { "data-testid": "entropy", text: ent.toFixed(3) }),
+      `（均匀分布是 ln ${n} = ${Math.log(n).toFixed(3)}）；经过 softmax 的梯度大小 `,
+      h("strong", { "data-testid": "grad-norm", text: g.toFixed(3) }), "。"
+    );
+
+    // 左图：一个样本的权重柱状图（纵轴固定 0–1，尖锐与否一目了然）
+    bars.replaceChildren();
+    axes(bars, "键的编号", "权重");
+    const bw = (W - ml - mr) / n;
+    const y = (val) => mt + (1 - val) * (H - mt - mb);
+    for (const t of [0, 0.5, 1]) {
+      bars.append(s("line", { class: "tfc-grid", x1: ml, x2: W - mr, y1: y(t), y2: y(t) }));
+      bars.append(s("text", { x: ml - 5, y: y(t) + 4, "text-anchor": "end" }, t.toFixed(1)));
+    }
+    ex.forEach((w, k) => {
+      bars.append(s("rect", { class: "tfc-bar", x: ml + k * bw + 1, y: y(w), width: Math.max(bw - 2, 1), height: Math.max(H - mb - y(w), 0) }));
+      if (k % 5 === 0) bars.append(s("text", { x: ml + (k + 0.5) * bw, y: H - mb + 13, "text-anchor": "middle" }, String(k + 1)));
+    });
+    bars.setAttribute("aria-label", `一个样本的权重：最大 ${Math.max(...ex).toFixed(3)}`);
+
+    // 右图：梯度大小随 d_k（对数刻度）变化，两条线 + 当前位置
+    lines.replaceChildren();
+    axes(lines, "d_k（对数刻度）", "梯度大小");
+    const gn = model.get("grad_norm");
+    const gmax = Math.max(...gn[0], ...gn[1]) * 1.1;
+    const x = (k) => ml + (k / Math.max(ds.length - 1, 1)) * (W - ml - mr);
+    const yy = (val) => mt + (1 - val / gmax) * (H - mt - mb);
+    ds.forEach((d, k) => {
+      if (k % 2 === 0) lines.append(s("text", { x: x(k), y: H - mb + 13, "text-anchor": "middle" }, String(d)));
+    });
+    for (const t of [0, gmax / 2 / 1.1, gmax / 1.1]) {
+      lines.append(s("text", { x: ml - 5, y: yy(t) + 4, "text-anchor": "end" }, t.toFixed(2)));
+    }
+    lines.append(s("polyline", { class: "tfc-ref", points: gn[0].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
+    lines.append(s("polyline", { class: "tfc-curve", points: gn[1].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
+    lines.append(s("line", { class: "tfc-cursor", x1: x(j), x2: x(j), y1: mt, y2: H - mb }));
+    lines.append(s("circle", { class: "tfc-marker", cx: x(j), cy: yy(g), r: 4.5 }));
+    lines.setAttribute("aria-label", `梯度大小：d_k = ${ds[j]}，${scaled ? "缩放" : "不缩放"}时为 ${g.toFixed(3)}`);
+  }
+
+  const schedule = batched(draw);
+  const events = ["d_index", "scaled", "d_values", "var_dot", "max_weight", "entropy", "grad_norm", "example"];
+  for (const name of events) model.on(`change:${name}`, schedule);
+  draw();
+  return () => { for (const name of events) model.off(`change:${name}`, schedule); };
+}
+
+export default { render };
