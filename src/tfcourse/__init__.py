@@ -1,8 +1,8 @@
 """tfcourse：《从零构建 Transformer》各章共用的小包。
 
-按概念组织：rnn（第 1 章）、attention（第 1–4 章）、readers（第 1 章训练对照的小模型）、
+按概念组织：rnn（第 1 章）、attention（第 1–4 章）、positional（第 5 章）、readers（第 1 章训练对照的小模型）、
 train（训练循环）、data（数据集与生成器）、widgets（交互小部件）、plotting（中文字体、绘图与表格）、
-exercises（自动检查的练习）、runtime（种子与计时）、bench（计时）。
+exercises（自动检查的练习，每章一个模块）、runtime（种子与计时）、bench（计时）。
 """
 from .runtime import set_seed, start_chapter
 
