@@ -103,3 +103,13 @@ def test_tuple_and_torch_results_are_compared_element_by_element():
     assert _compare(exp, (torch.full((2,), 2.0), np.zeros(3)), 1e-6) is None
     assert "第 2 个返回值：形状不对" in _compare(exp, (torch.full((2,), 2.0), np.zeros(4)), 1e-6)
     assert "应返回 2 个结果" in _compare(exp, torch.zeros(2), 1e-6)
+
+
+def test_boolean_answers_must_be_boolean():
+    import torch
+
+    from tfcourse.exercises import _compare
+
+    mask = torch.ones(2, 2, dtype=torch.bool).tril()
+    assert _compare(mask, mask.clone(), 0) is None
+    assert "布尔" in _compare(mask, mask.float(), 0)

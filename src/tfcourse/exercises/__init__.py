@@ -96,6 +96,8 @@ def _compare(expected, got, atol: float) -> str | None:
             if problem is not None:
                 return f"第 {n} 个返回值：{problem}"
         return None
+    if np.asarray(expected).dtype == np.bool_ and np.asarray(got).dtype != np.bool_:
+        return f"应返回布尔值（True/False）的数组或张量，你返回的 dtype 是 {np.asarray(got).dtype}。"
     try:
         got_arr = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):
@@ -104,7 +106,7 @@ def _compare(expected, got, atol: float) -> str | None:
     if got_arr.shape != exp_arr.shape:
         return f"形状不对：期望 {exp_arr.shape}，你返回的是 {got_arr.shape}。"
     if not np.all(np.isfinite(got_arr)):
-        return f"结果里出现了 NaN 或无穷大：{_describe(got_arr)}。是不是数值溢出了？"
+        return f"结果里出现了 NaN 或无穷大：{_describe(got_arr)}。是不是数值溢出了，或者出现了 0/0（例如一整行都被掩码屏蔽）？"
     diff = float(np.max(np.abs(got_arr - exp_arr))) if exp_arr.size else 0.0
     if diff > atol:
         return f"数值不对：期望 {_describe(exp_arr)}，你的结果 {_describe(got_arr)}（最大差 {diff:.3g}）。"
