@@ -84,9 +84,10 @@ def test_scaling_explorer_controls_show_python_numbers(browser):
 def test_pe_explorer_table_click_selects_position_and_pair(browser):
     w = PositionalEncodingExplorer(max_len=64, d_model=64, position=0, pair=0)
     page, errors = _open(browser, w, offline=True)
-    box = page.locator("[data-testid=pe-table]").bounding_box()
+    canvas = page.locator("[data-testid=pe-table]")
+    box = canvas.bounding_box()
     # 点第 40 个位置、第 21 维（属于第 10 对）的中心
-    page.mouse.click(box["x"] + (21 + 0.5) / 64 * box["width"], box["y"] + (40 + 0.5) / 64 * box["height"])
+    canvas.click(position={"x": (21 + 0.5) / 64 * box["width"], "y": (40 + 0.5) / 64 * box["height"]})
     calls = page.evaluate("window.calls.set")
     assert ["position", 40] in calls and ["pair", 10] in calls
     w.set(position=40, pair=10)

@@ -14,8 +14,8 @@ from ._base import CourseWidget, clamp, esm
 class PositionalEncodingExplorer(CourseWidget):
     """正弦位置编码表 PE (max_len, d_model) 的可视化。
 
-    左：整张编码表（行 = 位置，列 = 维度），点击即选中位置与维度对；
-    右：所选维度对 (2i, 2i+1) 随位置变化的正弦/余弦曲线；下：PE(p)·PE(p+k) 随偏移 k 的变化。
+    整张编码表（行 = 位置，列 = 维度），点击即选中位置与维度对；所选维度对 (2i, 2i+1)
+    随位置变化的正弦/余弦曲线；PE(p)·PE(p+k) 随偏移 k 的变化（页面窄时三者上下排列）。
     编码表由 `tfcourse.positional.sinusoidal_positional_encoding` 在 Python 里算好。
     """
 

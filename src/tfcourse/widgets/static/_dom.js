@@ -28,3 +28,12 @@ function batched(fn) {
 }
 
 const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+
+// SVG 元素（曲线图、柱状图用）
+const SVG = "http://www.w3.org/2000/svg";
+function s(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}

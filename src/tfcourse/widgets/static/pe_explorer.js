@@ -1,11 +1,4 @@
 // 位置编码探索器（anywidget 前端）。编码表与点积由 Python 预先算好，这里只查表和画图。
-const SVG = "http://www.w3.org/2000/svg";
-function s(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // −1 → 橙，0 → 白，+1 → 蓝（发散色阶）
 function colour(v) {
@@ -46,7 +39,7 @@ function render({ model, el }) {
   const wave = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:380px" });
   const dots = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:380px" });
   charts.append(tableBox, h("div", {}, wave, dots));
-  root.append(h("div", { class: "tfc-note", text: "右上：所选维度对随位置变化（蓝实线 sin，橙虚线 cos）。右下：PE(0)·PE(k) 随距离 k 的变化——它只取决于距离，与起点无关。" }));
+  root.append(h("div", { class: "tfc-note", text: "曲线一：所选维度对随位置变化（蓝实线 sin，橙虚线 cos）。曲线二：PE(0)·PE(k) 随距离 k 的变化——它只取决于距离，与起点无关。" }));
 
   canvas.addEventListener("click", (ev) => {
     const r = canvas.getBoundingClientRect();

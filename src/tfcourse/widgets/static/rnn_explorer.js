@@ -1,12 +1,4 @@
 // RNN 记忆探索器（anywidget 前端）。整张参数网格由 Python 预先算好，这里只查表和画图。
-const SVG = "http://www.w3.org/2000/svg";
-
-function s(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // 与 Python 的 tfcourse.widgets.format_state 保持一致
 export function formatState(v) {

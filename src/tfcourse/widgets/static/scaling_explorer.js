@@ -1,11 +1,4 @@
 // 缩放探索器（anywidget 前端）。每个 d_k、缩放与否的统计量都由 Python 预先算好，这里只查表和画图。
-const SVG = "http://www.w3.org/2000/svg";
-function s(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-scaling" });
@@ -25,11 +18,11 @@ function render({ model, el }) {
   root.append(readout);
   const charts = h("div", { class: "tfc-charts" });
   root.append(charts);
-  const W = 360, H = 210, ml = 44, mr = 10, mt = 22, mb = 36;
+  const W = 360, H = 210, ml = 44, mr = 20, mt = 22, mb = 36;
   const bars = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
   const lines = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
   charts.append(bars, lines);
-  root.append(h("div", { class: "tfc-note", text: "左：同一个查询对 16 个键的 softmax 权重（q、k 各分量取自标准正态分布）。右：softmax 雅可比矩阵的大小（反向传播经过 softmax 时梯度要乘上它），蓝色实线为缩放后，橙色虚线为不缩放。" }));
+  root.append(h("div", { class: "tfc-note", text: "柱状图：同一个查询对 16 个键的 softmax 权重（q、k 各分量取自标准正态分布）。折线图：softmax 雅可比矩阵的大小（反向传播经过 softmax 时梯度要乘上它），蓝色实线为缩放后，橙色虚线为不缩放。" }));
 
   function axes(svg, xLabel, yLabel) {
     svg.append(s("line", { class: "tfc-axis", x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
