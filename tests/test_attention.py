@@ -111,6 +111,24 @@ def test_fully_masked_row_gives_zeros_not_nan_like_torch():
     np.testing.assert_allclose(w_np, weights[0].numpy(), atol=1e-12)
 
 
+def test_nan_in_the_input_is_not_hidden_by_a_mask():
+    q = torch.ones(1, 2, 4)
+    q[0, 1, 0] = float("nan")
+    mask = torch.ones(2, 2, dtype=torch.bool)
+    out, weights = attention.scaled_dot_product_attention(q, q, q, mask)
+    ref = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    assert torch.isnan(weights[0, 1]).all() and torch.isnan(out[0, 1]).all()     # 坏输入照样报出来
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+
+
+def test_fully_masked_row_has_finite_gradients():
+    x = torch.randn(1, 3, 4, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[True, False, False], [False, False, False], [True, True, False]])
+    out, _ = attention.scaled_dot_product_attention(x, x, x, mask)
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
 def test_numpy_twin_matches_torch():
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
@@ -252,4 +270,20 @@ def test_scaling_statistics_show_var_d_and_vanishing_gradient():
     assert unscaled[-1] < 0.4 * scaled[-1]                                            # 不缩放：梯度变小
     assert np.ptp(scaled) < 0.05                                                      # 缩放后与 d_k 无关
     assert r["max_weight"][0, -1] > 0.9 > r["max_weight"][1, -1]
+    # 传到 q 的梯度：不缩放时平均值不小，但大多数查询几乎收不到梯度（中位数塌下去）
+    assert r["q_grad_mean"][0, -1] > r["q_grad_mean"][1, -1]
+    assert r["q_grad_median"][0, -1] < 0.1 * r["q_grad_median"][1, -1]
+    assert r["q_grad_small"][0, -1] > 0.3 and r["q_grad_small"][1, -1] == 0.0
+
+
+def test_scaling_statistics_q_gradient_matches_autograd():
+    q, k, g = attention.scaling_samples(d_max=32, n_keys=8, n_samples=5, seed=3)
+    r = attention.scaling_statistics(d_values=(32,), n_keys=8, n_samples=5, seed=3)
+    for i, scale in enumerate((1.0, 32 ** -0.5)):
+        qq = q.clone().requires_grad_()
+        p = ((qq @ k.transpose(1, 2))[:, 0] * scale).softmax(-1)                   # (n, S)
+        (p * g).sum().backward()
+        norms = qq.grad[:, 0].norm(dim=-1)
+        assert r["q_grad_median"][i, 0] == pytest.approx(norms.median().item(), rel=1e-10)
+        assert r["q_grad_mean"][i, 0] == pytest.approx(norms.mean().item(), rel=1e-10)
     np.testing.assert_allclose(r["example"].sum(-1), 1.0)

@@ -113,3 +113,12 @@ def test_boolean_answers_must_be_boolean():
     mask = torch.ones(2, 2, dtype=torch.bool).tril()
     assert _compare(mask, mask.clone(), 0) is None
     assert "布尔" in _compare(mask, mask.float(), 0)
+
+
+def test_large_results_computed_in_float32_pass_but_wrong_ones_fail():
+    from tfcourse.exercises import _compare
+
+    expected = np.array([175.123456789, 0.5])
+    assert _compare(expected, expected.astype(np.float32), atol=1e-6, rtol=1e-5) is None
+    assert "数值不对" in _compare(expected, expected * 1.001, atol=1e-6, rtol=1e-5)
+    assert "数值不对" in _compare(expected, expected + [0, 1e-5], atol=1e-6, rtol=1e-5)

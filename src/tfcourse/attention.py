@@ -21,7 +21,7 @@ from ._checks import as_float_array, finite_number, positive_int
 __all__ = [
     "softmax", "simple_attention", "first_token_attention_readout",
     "scaled_dot_product_attention_numpy", "scaled_dot_product_attention", "causal_mask", "padding_mask",
-    "scaling_statistics", "MultiHeadAttention",
+    "scaling_samples", "scaling_statistics", "MultiHeadAttention",
 ]
 
 
@@ -134,7 +134,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
 
     q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)，前面的批维度可以任意多（可广播）。
     mask: 可广播到 (..., T, S) 的布尔张量，True 表示"可以看"（与 torch 的 F.scaled_dot_product_attention 相同）。
-    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，而不是 NaN（与 torch 2.x 的做法一致）。
+    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，而不是 NaN
+    （本课程用的 torch 2.13 的 F.scaled_dot_product_attention 也这样做；较早的 torch 版本会给 NaN）。
+    输入本身含 NaN 时照样传出 NaN，不会被悄悄抹掉。
     dropout: 可选的 nn.Dropout，作用在权重上（训练时）。
     返回 (输出 (..., T, D_v), 权重 (..., T, S))。
     """
@@ -155,23 +157,35 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
         _check_mask(mask, tuple(scores.shape))
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)                           # 每行对允许的键和为 1
-    if mask is not None:
-        weights = weights.nan_to_num(0.0)                      # 整行被屏蔽：exp 全是 0，0/0 → 0
+    if mask is not None:                                       # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     if dropout is not None:
         weights = dropout(weights)
     return weights @ v, weights                                # (..., T, S) @ (..., S, D_v) -> (..., T, D_v)
+
+
+def scaling_samples(d_max: int = 1024, n_keys: int = 16, n_samples: int = 400, seed: int = 0):
+    """缩放实验的随机样本：q (n, 1, d_max)、k (n, n_keys, d_max) 的分量独立取自 N(0, 1)，
+    以及反向传播用的上游梯度 g (n, n_keys)（也取自 N(0, 1)）。全部来自同一个种子，依次抽取 q、k、g。"""
+    gen = torch.Generator().manual_seed(int(seed))
+    q = torch.randn(n_samples, 1, d_max, generator=gen, dtype=torch.float64)
+    k = torch.randn(n_samples, n_keys, d_max, generator=gen, dtype=torch.float64)
+    g = torch.randn(n_samples, n_keys, generator=gen, dtype=torch.float64)
+    return q, k, g
 
 
 def scaling_statistics(d_values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys: int = 16,
                        n_samples: int = 400, seed: int = 0) -> dict:
     """为什么要除以 √d_k：对每个 d_k 抽样统计点积与 softmax 的表现（第 3 章的实验与滑块用）。
 
-    q、k 的每个分量独立取自 N(0, 1)；一个查询对 n_keys 个键打分。小的 d_k 取大的 d_k 的前几维，
+    样本来自 `scaling_samples`：一个查询对 n_keys 个键打分；小的 d_k 取大的 d_k 的前几维，
     所以滑块拖动时看到的是同一批向量、只是维数在变。返回字典（数组第一维 0 = 不缩放，1 = 除以 √d_k）：
     - d_values (n_d,)；var_dot (n_d,)：q·k 的样本方差（理论值 d_k）；
     - max_weight (2, n_d)：每行最大权重的平均；entropy (2, n_d)：每行权重的熵（以 e 为底）的平均；
-    - grad_norm (2, n_d)：softmax 雅可比矩阵 diag(p) − ppᵀ 的 Frobenius 范数的平均——
-      反向传播经过 softmax 时梯度被乘上它，它趋于 0 就是梯度消失；
+    - grad_norm (2, n_d)：softmax 雅可比矩阵 J = diag(p) − ppᵀ 的 Frobenius 范数的平均——
+      反向传播经过 softmax 时梯度被乘上它；
+    - q_grad_mean / q_grad_median (2, n_d)：损失 L = g·p 传到查询 q 的梯度 ‖∂L/∂q‖ = ‖scale · Kᵀ J g‖
+      的平均值与中位数；q_grad_small (2, n_d)：‖∂L/∂q‖ < 0.01（几乎收不到学习信号）的查询所占比例；
     - example (2, n_d, n_keys)：第一个样本那一行的权重，供小部件画柱状图。
     """
     d_values = [positive_int(d, "d_k") for d in d_values]
@@ -179,22 +193,26 @@ def scaling_statistics(d_values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n
     n_samples = positive_int(n_samples, "样本数 n_samples")
     if n_samples < 2:
         raise ValueError(f"样本数 n_samples 至少为 2 才能估计方差，实际为 {n_samples}。")
-    gen = torch.Generator().manual_seed(int(seed))
-    d_max = max(d_values)
-    q_all = torch.randn(n_samples, 1, d_max, generator=gen, dtype=torch.float64)
-    k_all = torch.randn(n_samples, n_keys, d_max, generator=gen, dtype=torch.float64)
-    out = {key: np.zeros((2, len(d_values))) for key in ("max_weight", "entropy", "grad_norm")}
+    q_all, k_all, g = scaling_samples(max(d_values), n_keys, n_samples, seed)
+    keys = ("max_weight", "entropy", "grad_norm", "q_grad_mean", "q_grad_median", "q_grad_small")
+    out = {key: np.zeros((2, len(d_values))) for key in keys}
     out["example"] = np.zeros((2, len(d_values), n_keys))
     out["var_dot"] = np.zeros(len(d_values))
     for j, d in enumerate(d_values):
-        dots = (q_all[..., :d] @ k_all[..., :d].transpose(1, 2))[:, 0]       # (n, S)
+        k = k_all[..., :d]                                                    # (n, S, d)
+        dots = (q_all[..., :d] @ k.transpose(1, 2))[:, 0]                     # (n, S)
         out["var_dot"][j] = dots.var().item()
         for i, scale in enumerate((1.0, 1.0 / math.sqrt(d))):
             p = (dots * scale).softmax(dim=-1)                                # (n, S)
             jac = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]         # (n, S, S)
+            q_grad = scale * ((jac @ g[:, :, None]).transpose(1, 2) @ k)[:, 0]  # (n, d)：scale · Kᵀ J g
+            q_norm = q_grad.norm(dim=-1)                                      # (n,)
             out["max_weight"][i, j] = p.max(dim=-1).values.mean().item()
             out["entropy"][i, j] = -(p * p.clamp_min(1e-300).log()).sum(-1).mean().item()
             out["grad_norm"][i, j] = jac.flatten(1).norm(dim=-1).mean().item()
+            out["q_grad_mean"][i, j] = q_norm.mean().item()
+            out["q_grad_median"][i, j] = q_norm.median().item()
+            out["q_grad_small"][i, j] = (q_norm < 0.01).double().mean().item()
             out["example"][i, j] = p[0].numpy()
     out["d_values"] = np.asarray(d_values)
     out["n_samples"] = n_samples

@@ -43,7 +43,8 @@ def scaling_stats():
 
 
 def _scaling_readout(explorer):
-    return {k: explorer.locator(f"[data-testid={k}]").inner_text() for k in ("var-dot", "max-weight", "entropy", "grad-norm")}
+    keys = ("var-dot", "max-weight", "entropy", "grad-norm", "q-grad-median", "q-grad-small")
+    return {k: explorer.locator(f"[data-testid={k}]").inner_text() for k in keys}
 
 
 def test_scaling_explorer_shows_what_the_package_computes(visit, scaling_stats):
@@ -64,6 +65,8 @@ def test_scaling_explorer_shows_what_the_package_computes(visit, scaling_stats):
             "max-weight": f"{scaling_stats['max_weight'][i, j]:.3f}",
             "entropy": f"{scaling_stats['entropy'][i, j]:.3f}",
             "grad-norm": f"{scaling_stats['grad_norm'][i, j]:.3f}",
+            "q-grad-median": f"{scaling_stats['q_grad_median'][i, j]:.4f}",
+            "q-grad-small": f"{scaling_stats['q_grad_small'][i, j] * 100:.1f}%",
         }
         assert explorer.locator("output").inner_text() == str(d_values[j])
         assert _scaling_readout(explorer) == expected, f"d_k={d_values[j]}, scaled={scaled}"

@@ -77,6 +77,8 @@ def test_scaling_explorer_controls_show_python_numbers(browser):
     w.set(scaled=True)
     assert page.locator("[data-testid=grad-norm]").inner_text() == f"{w.readout()['grad_norm']:.3f}"
     assert page.locator("[data-testid=max-weight]").inner_text() == f"{w.readout()['max_weight']:.3f}"
+    assert page.locator("[data-testid=q-grad-median]").inner_text() == f"{w.readout()['q_grad_median']:.4f}"
+    assert page.locator("[data-testid=q-grad-small]").inner_text() == f"{w.readout()['q_grad_small'] * 100:.1f}%"
     assert errors == []
     page.close()
 

@@ -34,6 +34,7 @@ class Exercise:
     reference: Callable
     cases: tuple[Case, ...]
     atol: float = 1e-6
+    rtol: float = 1e-5      # 相对误差：大数值的结果用 float32 算也能通过
 
 
 @dataclass
@@ -83,7 +84,7 @@ def _plain(value):
     return value
 
 
-def _compare(expected, got, atol: float) -> str | None:
+def _compare(expected, got, atol: float, rtol: float = 0.0) -> str | None:
     """相同则返回 None，否则返回一句中文说明差在哪里。"""
     if got is None:
         return "你的函数返回了 None —— 是不是忘了写 return？"
@@ -92,7 +93,7 @@ def _compare(expected, got, atol: float) -> str | None:
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return f"应返回 {len(expected)} 个结果组成的元组，你返回的是 {type(got).__name__}。"
         for n, (e, g) in enumerate(zip(expected, got), start=1):
-            problem = _compare(e, g, atol)
+            problem = _compare(e, g, atol, rtol)
             if problem is not None:
                 return f"第 {n} 个返回值：{problem}"
         return None
@@ -107,8 +108,9 @@ def _compare(expected, got, atol: float) -> str | None:
         return f"形状不对：期望 {exp_arr.shape}，你返回的是 {got_arr.shape}。"
     if not np.all(np.isfinite(got_arr)):
         return f"结果里出现了 NaN 或无穷大：{_describe(got_arr)}。是不是数值溢出了，或者出现了 0/0（例如一整行都被掩码屏蔽）？"
-    diff = float(np.max(np.abs(got_arr - exp_arr))) if exp_arr.size else 0.0
-    if diff > atol:
+    err = np.abs(got_arr - exp_arr)
+    diff = float(err.max()) if exp_arr.size else 0.0
+    if np.any(err > atol + rtol * np.abs(exp_arr)):
         return f"数值不对：期望 {_describe(exp_arr)}，你的结果 {_describe(got_arr)}（最大差 {diff:.3g}）。"
     return None
 
@@ -133,7 +135,7 @@ def check(exercise_id: str, fn: Callable) -> CheckResult:
         except Exception as exc:  # 读者代码里的任何错误都要变成一句能看懂的话
             messages.append(f"用例 {i}（{case.description}）：你的函数抛出了 {type(exc).__name__}：{exc}")
             continue
-        problem = _compare(expected, got, ex.atol)
+        problem = _compare(expected, got, ex.atol, ex.rtol)
         if problem is None:
             n_passed += 1
         else:

@@ -22,6 +22,8 @@ class ScalingExplorer(CourseWidget):
     max_weight = t.List(t.List(t.Float())).tag(sync=True)      # (2, n_d)：0 = 不缩放，1 = 缩放
     entropy = t.List(t.List(t.Float())).tag(sync=True)
     grad_norm = t.List(t.List(t.Float())).tag(sync=True)
+    q_grad_median = t.List(t.List(t.Float())).tag(sync=True)
+    q_grad_small = t.List(t.List(t.Float())).tag(sync=True)
     example = t.List(t.List(t.List(t.Float()))).tag(sync=True)  # (2, n_d, n_keys)
     n_samples = t.Int(0).tag(sync=True)
     d_index = t.Int(0).tag(sync=True)
@@ -29,7 +31,7 @@ class ScalingExplorer(CourseWidget):
 
     def __init__(self, d_k: int = 64, scaled: bool = False, *, stats: dict | None = None, **kwargs):
         stats = attention.scaling_statistics() if stats is None else stats
-        needed = {"d_values", "var_dot", "max_weight", "entropy", "grad_norm", "example"}
+        needed = {"d_values", "var_dot", "max_weight", "entropy", "grad_norm", "q_grad_median", "q_grad_small", "example"}
         if not isinstance(stats, dict) or not needed <= set(stats):
             raise ValueError(f"stats 应为 attention.scaling_statistics() 返回的字典（含 {sorted(needed)}）。")
         r6 = lambda a: np.round(np.asarray(a, dtype=float), 6).tolist()   # noqa: E731
@@ -37,6 +39,7 @@ class ScalingExplorer(CourseWidget):
             d_values=[int(d) for d in stats["d_values"]], var_dot=r6(stats["var_dot"]),
             max_weight=r6(stats["max_weight"]), entropy=r6(stats["entropy"]),
             grad_norm=r6(stats["grad_norm"]), example=r6(stats["example"]),
+            q_grad_median=r6(stats["q_grad_median"]), q_grad_small=r6(stats["q_grad_small"]),
             n_samples=int(stats.get("n_samples", 0)), **kwargs,
         )
         self.set(d_k=d_k, scaled=scaled)
@@ -67,4 +70,5 @@ class ScalingExplorer(CourseWidget):
             "d_k": self.d_k, "scaled": self.scaled, "var_dot": self.var_dot[j],
             "max_weight": self.max_weight[i][j], "entropy": self.entropy[i][j],
             "grad_norm": self.grad_norm[i][j], "example": list(self.example[i][j]),
+            "q_grad_median": self.q_grad_median[i][j], "q_grad_small": self.q_grad_small[i][j],
         }

@@ -22,7 +22,7 @@ function render({ model, el }) {
   const bars = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
   const lines = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", style: "max-width:360px" });
   charts.append(bars, lines);
-  root.append(h("div", { class: "tfc-note", text: "柱状图：同一个查询对 16 个键的 softmax 权重（q、k 各分量取自标准正态分布）。折线图：softmax 雅可比矩阵的大小（反向传播经过 softmax 时梯度要乘上它），蓝色实线为缩放后，橙色虚线为不缩放。" }));
+  root.append(h("div", { class: "tfc-note", text: "柱状图：同一个查询对 16 个键的 softmax 权重（q、k 各分量取自标准正态分布）。折线图：传到查询 q 的梯度 ‖∂L/∂q‖ 小于 0.01（几乎学不到东西）的查询所占比例；蓝色实线为缩放后，橙色虚线为不缩放。" }));
 
   function axes(svg, xLabel, yLabel) {
     svg.append(s("line", { class: "tfc-axis", x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
@@ -44,6 +44,8 @@ function render({ model, el }) {
     const mw = model.get("max_weight")[i][j];
     const ent = model.get("entropy")[i][j];
     const g = model.get("grad_norm")[i][j];
+    const qMed = model.get("q_grad_median")[i][j];
+    const small = model.get("q_grad_small")[i][j];
     const ex = model.get("example")[i][j];
     const n = ex.length;
     readout.replaceChildren(
@@ -52,8 +54,11 @@ function render({ model, el }) {
       h("br"),
       "每行最大权重平均 ", h("strong", { "data-testid": "max-weight", text: mw.toFixed(3) }),
       `，熵 `, h("strong", { "data-testid": "entropy", text: ent.toFixed(3) }),
-      `（均匀分布是 ln ${n} = ${Math.log(n).toFixed(3)}）；经过 softmax 的梯度大小 `,
-      h("strong", { "data-testid": "grad-norm", text: g.toFixed(3) }), "。"
+      `（均匀分布是 ln ${n} = ${Math.log(n).toFixed(3)}）；softmax 雅可比的大小 `,
+      h("strong", { "data-testid": "grad-norm", text: g.toFixed(3) }), "。",
+      h("br"),
+      "传到查询 q 的梯度：中位数 ", h("strong", { "data-testid": "q-grad-median", text: qMed.toFixed(4) }),
+      "，几乎为 0（< 0.01）的查询占 ", h("strong", { "data-testid": "q-grad-small", text: `${(small * 100).toFixed(1)}%` }), "。"
     );
 
     // 左图：一个样本的权重柱状图（纵轴固定 0–1，尖锐与否一目了然）
@@ -71,28 +76,28 @@ function render({ model, el }) {
     });
     bars.setAttribute("aria-label", `一个样本的权重：最大 ${Math.max(...ex).toFixed(3)}`);
 
-    // 右图：梯度大小随 d_k（对数刻度）变化，两条线 + 当前位置
+    // 右图：收不到梯度的查询比例随 d_k（对数刻度）变化，两条线 + 当前位置
     lines.replaceChildren();
-    axes(lines, "d_k（对数刻度）", "梯度大小");
-    const gn = model.get("grad_norm");
-    const gmax = Math.max(...gn[0], ...gn[1]) * 1.1;
+    axes(lines, "d_k（对数刻度）", "‖∂L/∂q‖ < 0.01 的比例");
+    const fr = model.get("q_grad_small");
     const x = (k) => ml + (k / Math.max(ds.length - 1, 1)) * (W - ml - mr);
-    const yy = (val) => mt + (1 - val / gmax) * (H - mt - mb);
+    const yy = (val) => mt + (1 - val) * (H - mt - mb);
     ds.forEach((d, k) => {
       if (k % 2 === 0) lines.append(s("text", { x: x(k), y: H - mb + 13, "text-anchor": "middle" }, String(d)));
     });
-    for (const t of [0, gmax / 2 / 1.1, gmax / 1.1]) {
-      lines.append(s("text", { x: ml - 5, y: yy(t) + 4, "text-anchor": "end" }, t.toFixed(2)));
+    for (const t of [0, 0.5, 1]) {
+      lines.append(s("line", { class: "tfc-grid", x1: ml, x2: W - mr, y1: yy(t), y2: yy(t) }));
+      lines.append(s("text", { x: ml - 5, y: yy(t) + 4, "text-anchor": "end" }, `${t * 100}%`));
     }
-    lines.append(s("polyline", { class: "tfc-ref", points: gn[0].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
-    lines.append(s("polyline", { class: "tfc-curve", points: gn[1].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
+    lines.append(s("polyline", { class: "tfc-ref", points: fr[0].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
+    lines.append(s("polyline", { class: "tfc-curve", points: fr[1].map((val, k) => `${x(k)},${yy(val)}`).join(" ") }));
     lines.append(s("line", { class: "tfc-cursor", x1: x(j), x2: x(j), y1: mt, y2: H - mb }));
-    lines.append(s("circle", { class: "tfc-marker", cx: x(j), cy: yy(g), r: 4.5 }));
-    lines.setAttribute("aria-label", `梯度大小：d_k = ${ds[j]}，${scaled ? "缩放" : "不缩放"}时为 ${g.toFixed(3)}`);
+    lines.append(s("circle", { class: "tfc-marker", cx: x(j), cy: yy(small), r: 4.5 }));
+    lines.setAttribute("aria-label", `d_k = ${ds[j]}，${scaled ? "缩放" : "不缩放"}时 ${(small * 100).toFixed(1)}% 的查询几乎收不到梯度`);
   }
 
   const schedule = batched(draw);
-  const events = ["d_index", "scaled", "d_values", "var_dot", "max_weight", "entropy", "grad_norm", "example"];
+  const events = ["d_index", "scaled", "d_values", "var_dot", "max_weight", "entropy", "grad_norm", "q_grad_median", "q_grad_small", "example"];
   for (const name of events) model.on(`change:${name}`, schedule);
   draw();
   return () => { for (const name of events) model.off(`change:${name}`, schedule); };
