@@ -49,3 +49,12 @@ def test_bad_inputs():
         positional.sinusoidal_positional_encoding(10, 7)
     with pytest.raises(ValueError, match="max_len 应为正整数"):
         positional.sinusoidal_positional_encoding(0, 8)
+
+
+def test_learned_positions_init_scale_and_reader_uses_them():
+    from tfcourse.readers import AttentionReader
+    torch.manual_seed(0)
+    assert positional.LearnedPositionalEmbedding(500, 64).weight.std().item() == pytest.approx(0.02, rel=0.05)
+    reader = AttentionReader(vocab_size=8, n_classes=8, max_len=20, d_model=32)
+    assert isinstance(reader.pos, positional.LearnedPositionalEmbedding)                # 一个概念只有一个家
+    assert reader.pos.weight.std().item() == pytest.approx(1.0, rel=0.1)               # 与 nn.Embedding 相同的初始化

@@ -62,12 +62,15 @@ def relative_rotation(k: int, d_model: int, base: float = 10000.0) -> torch.Tens
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """可学习的位置向量：每个位置一个 d_model 维向量，加到词向量上；超过 max_len 的位置没有向量。"""
+    """可学习的位置向量：每个位置一个 d_model 维向量，加到词向量上；超过 max_len 的位置没有向量。
 
-    def __init__(self, max_len: int, d_model: int):
+    初始值取自 N(0, init_std²)：默认 0.02（BERT、GPT-2 的做法）；第 1 章的注意力阅读器用 1.0（与 nn.Embedding 相同）。
+    """
+
+    def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
         super().__init__()
         self.max_len = positive_int(max_len, "max_len")
-        self.weight = nn.Parameter(torch.randn(self.max_len, positive_int(d_model, "d_model")) * 0.02)
+        self.weight = nn.Parameter(torch.randn(self.max_len, positive_int(d_model, "d_model")) * float(init_std))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, T, C) → x + P[:T]。"""

@@ -14,6 +14,7 @@ from torch import nn
 
 from ._checks import positive_int
 from .attention import scaled_dot_product_attention
+from .positional import LearnedPositionalEmbedding
 
 __all__ = ["RecurrentReader", "AttentionReader"]
 
@@ -55,7 +56,7 @@ class AttentionReader(nn.Module):
         self.max_len = positive_int(max_len, "max_len")
         d_model = positive_int(d_model, "d_model")
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(max_len, d_model)              # 可学习的位置向量：第 5 章细讲
+        self.pos = LearnedPositionalEmbedding(max_len, d_model, init_std=1.0)   # 可学习的位置向量：第 5 章细讲
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -64,8 +65,7 @@ class AttentionReader(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_tokens(x, self.vocab_size, self.max_len)
-        T = x.shape[1]
-        e = self.embed(x) + self.pos.weight[:T]                # (B, T, C)
+        e = self.pos(self.embed(x))                            # (B, T, C)：词向量 + 位置向量
         q = self.q_proj(e[:, -1:])                             # (B, 1, C)：最后一个位置提问
         k, v = self.k_proj(e), self.v_proj(e)                  # (B, T, C)
         out, weights = scaled_dot_product_attention(q, k, v)  # (B, 1, C), (B, 1, T)：第 3 章的缩放点积注意力
