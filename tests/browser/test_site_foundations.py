@@ -159,3 +159,31 @@ def test_self_attention_heatmap_city_finds_beijing(visit):
     heat.locator("select.tfc-map-select").select_option("1")
     assert float(heat.locator("[data-testid=selected-weight]").inner_text()) < 0.2
     v.assert_clean()
+
+
+# ---------- 第 4 章：带头选择器的热力图 ----------
+
+def _row_weights(heat, row):
+    heat.locator(f'th.tfc-rowhead[data-row="{row}"]').click()
+    return [float(t) for t in heat.locator(".tfc-bar-value").all_inner_texts()]
+
+
+def test_head_selector_shows_two_specialised_heads(visit):
+    sel = '.tfc-heatmap:has(option:text-is("2 个头 · 第 1 头"))'
+    v = visit(_page(4), wait_for=sel)
+    heat = v.page.locator(sel).first
+    select = heat.locator("select.tfc-map-select")
+    assert select.locator("option").all_inner_texts() == ["2 个头 · 第 1 头", "2 个头 · 第 2 头", "1 个头（同样宽度）"]
+    argmax = []
+    for m in range(3):
+        select.select_option(str(m))
+        row = _row_weights(heat, 7)                                    # 位置 7 这个查询
+        assert abs(sum(row) - 1) < 0.01 and all(w == 0 for w in row[8:])   # 因果掩码：看不到位置 8 以后
+        argmax.append(max(range(len(row)), key=row.__getitem__))
+    # 笔记本里断言过：一个头看前一个词（位置 6），另一个头看第一个词（位置 0）
+    assert sorted(argmax[:2]) == [0, 6]
+    first = argmax[:2].index(0)
+    select.select_option(str(first))
+    heat.locator('td[data-row="7"][data-col="0"]').click()
+    assert float(heat.locator("[data-testid=selected-weight]").inner_text()) > 0.8
+    v.assert_clean()
