@@ -98,3 +98,25 @@ def test_scores_transposed_or_scaled_by_the_wrong_size_are_caught():
     not_sqrt = check("ch02.attention_scores", lambda Q, K: Q @ K.T / Q.shape[1])
     assert not not_sqrt.passed
     assert any("d_k = 16" in m for m in not_sqrt.messages)
+
+
+def test_inputs_are_float64_numpy_arrays_as_the_statement_says():
+    for eid in ("ch02.self_attention", "ch02.attention_scores"):
+        for case in EXERCISES[eid].cases:
+            assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in case.args), case.description
+    assert (EXERCISES["ch02.self_attention"].rtol, EXERCISES["ch02.self_attention"].atol) == (2e-4, 1e-6)
+
+def test_a_correct_float32_solution_passes():
+    # 打分上千时 float32 的相对舍入误差约 1e-4：容差（相对 2e-4）要放得下它，错误的解法照样通不过（见上面的测试）
+    def float32(X, W_q, W_k, W_v):
+        X, W_q, W_k, W_v = (torch.tensor(a, dtype=torch.float32) for a in (X, W_q, W_k, W_v))
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        w = torch.softmax(Q @ K.T / Q.shape[-1] ** 0.5, dim=-1)
+        return (w @ V).numpy(), w.numpy()
+
+    result = check("ch02.self_attention", float32)
+    assert result.passed, result.summary()
+    scores32 = check("ch02.attention_scores",
+                     lambda Q, K: (torch.tensor(Q, dtype=torch.float32) @ torch.tensor(K, dtype=torch.float32).T
+                                   / Q.shape[-1] ** 0.5).numpy())
+    assert scores32.passed, scores32.summary()
