@@ -27,6 +27,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
+def js_fixed(x: float, digits: int) -> str:
+    """与 JavaScript 的 Number.prototype.toFixed 相同的格式：按二进制浮点数的精确值四舍五入，恰好一半时进位。
+    （Python 的 f"{x:.1f}" 遇到恰好一半时取偶数，3.25 → "3.2"，而 toFixed 给 "3.3"。）"""
+    from decimal import ROUND_HALF_UP, Decimal
+    q = Decimal(1).scaleb(-digits)
+    return str(Decimal(x).quantize(q, rounding=ROUND_HALF_UP))
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

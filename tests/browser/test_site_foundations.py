@@ -8,6 +8,7 @@ import re
 import pytest
 import yaml
 
+from conftest import js_fixed
 from tfcourse import attention
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -60,13 +61,15 @@ def test_scaling_explorer_shows_what_the_package_computes(visit, scaling_stats):
         if box.is_checked() != scaled:
             box.click()
         i = int(scaled)
+        st = {k: round(float(scaling_stats[k][i, j] if k != "var_dot" else scaling_stats[k][j]), 6)   # 小部件传的是 6 位小数
+              for k in ("var_dot", "max_weight", "entropy", "grad_norm", "q_grad_median", "q_grad_small")}
         expected = {
-            "var-dot": f"{scaling_stats['var_dot'][j]:.1f}",
-            "max-weight": f"{scaling_stats['max_weight'][i, j]:.3f}",
-            "entropy": f"{scaling_stats['entropy'][i, j]:.3f}",
-            "grad-norm": f"{scaling_stats['grad_norm'][i, j]:.3f}",
-            "q-grad-median": f"{scaling_stats['q_grad_median'][i, j]:.4f}",
-            "q-grad-small": f"{scaling_stats['q_grad_small'][i, j] * 100:.1f}%",
+            "var-dot": js_fixed(st["var_dot"], 1),
+            "max-weight": js_fixed(st["max_weight"], 3),
+            "entropy": js_fixed(st["entropy"], 3),
+            "grad-norm": js_fixed(st["grad_norm"], 3),
+            "q-grad-median": js_fixed(st["q_grad_median"], 4),
+            "q-grad-small": js_fixed(st["q_grad_small"] * 100, 1) + "%",
         }
         assert explorer.locator("output").inner_text() == str(d_values[j])
         assert _scaling_readout(explorer) == expected, f"d_k={d_values[j]}, scaled={scaled}"
@@ -108,18 +111,18 @@ def test_pe_explorer_table_click_and_sliders(visit):
         canvas.click(position={"x": (col + 0.5) / d * box["width"], "y": (p + 0.5) / 64 * box["height"]})
         i = col // 2
         omega = 10000 ** (-(2 * i) / d)
-        assert pe.locator("[data-testid=pe-sin]").inner_text() == f"{math.sin(p * omega):.4f}"
-        assert pe.locator("[data-testid=pe-cos]").inner_text() == f"{math.cos(p * omega):.4f}"
-        assert pe.locator("[data-testid=wavelength]").inner_text() == f"{2 * math.pi / omega:.2f}"
+        assert pe.locator("[data-testid=pe-sin]").inner_text() == js_fixed(math.sin(p * omega), 4)
+        assert pe.locator("[data-testid=pe-cos]").inner_text() == js_fixed(math.cos(p * omega), 4)
+        assert pe.locator("[data-testid=wavelength]").inner_text() == js_fixed(2 * math.pi / omega, 2)
         dot = sum(math.cos(p * 10000 ** (-(2 * j) / d)) for j in range(d // 2))   # PE(0)·PE(p)
-        assert pe.locator("[data-testid=dot]").inner_text() == f"{dot:.3f}"
+        assert pe.locator("[data-testid=dot]").inner_text() == js_fixed(dot, 3)
     position = pe.locator("[data-testid=position]")
     position.focus()
     v.page.keyboard.press("End")
     assert pe.locator("output").first.inner_text() == "63"
     position.evaluate(SET_RANGE, -5)
     assert pe.locator("output").first.inner_text() == "0"
-    assert pe.locator("[data-testid=dot]").inner_text() == f"{d / 2:.3f}"
+    assert pe.locator("[data-testid=dot]").inner_text() == js_fixed(d / 2, 3)
     v.assert_clean()
 
 

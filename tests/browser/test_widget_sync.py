@@ -6,6 +6,8 @@ import base64
 import json
 import pytest
 
+from conftest import js_fixed
+
 from tfcourse.widgets import AttentionHeatmap, PositionalEncodingExplorer, RNNMemoryExplorer, ScalingExplorer
 
 HARNESS = """<!doctype html><html><head><meta charset="utf-8"></head><body><div id="root"></div>
@@ -70,15 +72,15 @@ def test_scaling_explorer_controls_show_python_numbers(browser):
     page.keyboard.press("End")                                 # d_k = 1024
     assert ["d_index", len(w.d_values) - 1] in page.evaluate("window.calls.set")
     w.set(d_k=1024, scaled=False)
-    assert page.locator("[data-testid=var-dot]").inner_text() == f"{w.readout()['var_dot']:.1f}"
-    assert page.locator("[data-testid=grad-norm]").inner_text() == f"{w.readout()['grad_norm']:.3f}"
+    assert page.locator("[data-testid=var-dot]").inner_text() == js_fixed(w.readout()['var_dot'], 1)
+    assert page.locator("[data-testid=grad-norm]").inner_text() == js_fixed(w.readout()['grad_norm'], 3)
     page.locator("[data-testid=scaled]").check()               # 打开缩放：梯度回来了
     assert ["scaled", True] in page.evaluate("window.calls.set")
     w.set(scaled=True)
-    assert page.locator("[data-testid=grad-norm]").inner_text() == f"{w.readout()['grad_norm']:.3f}"
-    assert page.locator("[data-testid=max-weight]").inner_text() == f"{w.readout()['max_weight']:.3f}"
-    assert page.locator("[data-testid=q-grad-median]").inner_text() == f"{w.readout()['q_grad_median']:.4f}"
-    assert page.locator("[data-testid=q-grad-small]").inner_text() == f"{w.readout()['q_grad_small'] * 100:.1f}%"
+    assert page.locator("[data-testid=grad-norm]").inner_text() == js_fixed(w.readout()['grad_norm'], 3)
+    assert page.locator("[data-testid=max-weight]").inner_text() == js_fixed(w.readout()['max_weight'], 3)
+    assert page.locator("[data-testid=q-grad-median]").inner_text() == js_fixed(w.readout()['q_grad_median'], 4)
+    assert page.locator("[data-testid=q-grad-small]").inner_text() == js_fixed(w.readout()['q_grad_small'] * 100, 1) + "%"
     assert errors == []
     page.close()
 
@@ -94,10 +96,10 @@ def test_pe_explorer_table_click_selects_position_and_pair(browser):
     assert ["position", 40] in calls and ["pair", 10] in calls
     w.set(position=40, pair=10)
     sin, cos = w.values()
-    assert page.locator("[data-testid=pe-sin]").inner_text() == f"{sin:.4f}"
-    assert page.locator("[data-testid=pe-cos]").inner_text() == f"{cos:.4f}"
-    assert page.locator("[data-testid=wavelength]").inner_text() == f"{w.wavelength:.2f}"
-    assert page.locator("[data-testid=dot]").inner_text() == f"{w.dots[40]:.3f}"
+    assert page.locator("[data-testid=pe-sin]").inner_text() == js_fixed(sin, 4)
+    assert page.locator("[data-testid=pe-cos]").inner_text() == js_fixed(cos, 4)
+    assert page.locator("[data-testid=wavelength]").inner_text() == js_fixed(w.wavelength, 2)
+    assert page.locator("[data-testid=dot]").inner_text() == js_fixed(w.dots[40], 3)
     page.locator("[data-testid=position]").focus()
     page.keyboard.press("End")
     assert ["position", 63] in page.evaluate("window.calls.set")
