@@ -173,3 +173,12 @@ def test_map_selector_switches_the_trained_heatmap(visit):
     assert float(heat.locator("[data-testid=selected-weight]").inner_text()) < 0.2
     assert heat.locator("td.tfc-cell").count() == 6 * 20
     v.assert_clean()
+
+
+def test_chinese_quotes_are_not_mangled(site_dir):
+    # Sphinx 的智能引号（smartquotes）遇到汉字会把 "…" 的两边都变成右引号 ”…”；_config.yml 关掉了它
+    import html as html_lib
+    for path in _site_pages(site_dir):
+        page = (site_dir / path).read_text(encoding="utf-8")
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<script.*?</script>", "", page, flags=re.S)))
+        assert text.count("“") == text.count("”"), f"{path}：左引号 {text.count('“')} 个，右引号 {text.count('”')} 个"

@@ -190,3 +190,13 @@ def test_head_selector_shows_two_specialised_heads(visit):
     heat.locator('td[data-row="7"][data-col="0"]').click()
     assert float(heat.locator("[data-testid=selected-weight]").inner_text()) > 0.8
     v.assert_clean()
+
+
+@pytest.mark.parametrize("path", _chapters())
+def test_generated_sentences_render_their_math(visit, path):
+    # "本次运行"那些句子由代码生成（display(Markdown(...))）；其中的 $…$ 要像正文一样排成公式，不能原样露出美元符号
+    v = visit(path)
+    texts = v.page.eval_on_selector_all(
+        ".cell_output", "els => els.map(e => { const c = e.cloneNode(true); c.querySelectorAll('pre').forEach(p => p.remove()); return c.innerText; })")
+    raw = [t for t in texts if re.search(r"\$[^$\s][^$\n]*\$", t)]
+    assert raw == [], f"{path} 有未渲染的公式：{[t[:80] for t in raw]}"
