@@ -38,3 +38,13 @@ def as_float_array(value, name: str, ndim: int | tuple[int, ...]) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} 含有 NaN 或无穷大。")
     return arr
+
+
+def describe_shape(x) -> str:
+    """错误信息里描述"拿到了什么"：torch 张量给出形状，别的数组给出类型和形状，其他东西给出类型名。"""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return type(x).__name__
+    if type(x).__name__ == "Tensor":
+        return str(tuple(shape))
+    return f"{type(x).__name__}，形状 {tuple(shape)}"

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import as_float_array, finite_number, positive_int
+from ._checks import as_float_array, describe_shape, finite_number, positive_int
 
 __all__ = [
     "softmax", "simple_attention", "first_token_attention_readout",
@@ -108,10 +108,6 @@ def scaled_dot_product_attention_numpy(q, k, v, mask=None):
 # 第 3 章：torch 版缩放点积注意力与掩码
 # ---------------------------------------------------------------------------
 
-def _shape(x) -> str:
-    return str(tuple(x.shape))
-
-
 def _check_mask(mask, target: tuple[int, ...], name: str = "mask") -> None:
     """mask 必须是布尔张量，并能广播到 target = (..., T, S)。"""
     if not isinstance(mask, torch.Tensor):
@@ -126,7 +122,7 @@ def _check_mask(mask, target: tuple[int, ...], name: str = "mask") -> None:
     except RuntimeError:
         shape = None
     if shape != tuple(target):
-        raise ValueError(f"{name} 的形状 {_shape(mask)} 无法广播到注意力打分的形状 {tuple(target)}（…, T, S）。")
+        raise ValueError(f"{name} 的形状 {describe_shape(mask)} 无法广播到注意力打分的形状 {tuple(target)}（…, T, S）。")
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
@@ -142,15 +138,15 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() < 2:
-            got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+            got = describe_shape(x)
             raise ValueError(f"{name} 应为至少 2 维的 torch.Tensor（…, 长度, 维度），实际得到 {got}。")
     if k.shape[-1] != q.shape[-1]:
         raise ValueError(
-            f"q 与 k 的最后一维 D 必须相同才能做点积：q 的形状 {_shape(q)}，k 的形状 {_shape(k)}。"
+            f"q 与 k 的最后一维 D 必须相同才能做点积：q 的形状 {describe_shape(q)}，k 的形状 {describe_shape(k)}。"
         )
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(
-            f"k 与 v 的长度 S 必须相同（每个键配一个值）：k 的形状 {_shape(k)}，v 的形状 {_shape(v)}。"
+            f"k 与 v 的长度 S 必须相同（每个键配一个值）：k 的形状 {describe_shape(k)}，v 的形状 {describe_shape(v)}。"
         )
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))   # (..., T, S)
     if mask is not None:
@@ -235,11 +231,11 @@ def padding_mask(x, pad_id: int | None = None, max_len: int | None = None) -> to
     x = torch.as_tensor(x)
     if pad_id is not None:
         if x.dim() != 2 or x.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"给了 pad_id 时，第一个参数应为 (B, S) 的整数词编号张量，实际为 dtype={x.dtype}、形状 {_shape(x)}。")
+            raise ValueError(f"给了 pad_id 时，第一个参数应为 (B, S) 的整数词编号张量，实际为 dtype={x.dtype}、形状 {describe_shape(x)}。")
         return (x != pad_id)[:, None, :]                        # (B, S) -> (B, 1, S)
     if x.dim() != 1 or x.dtype not in (torch.int32, torch.int64):
         raise ValueError(
-            f"没有 pad_id 时，第一个参数应为 (B,) 的整数长度张量，实际为 dtype={x.dtype}、形状 {_shape(x)}。"
+            f"没有 pad_id 时，第一个参数应为 (B,) 的整数长度张量，实际为 dtype={x.dtype}、形状 {describe_shape(x)}。"
             "若手里是词编号，请同时给出 pad_id。"
         )
     if x.numel() and int(x.min()) < 0:
@@ -288,12 +284,12 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         for name, x in (("query", query), ("key", key), ("value", value)):
             if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model:
-                got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+                got = describe_shape(x)
                 raise ValueError(f"{name} 的形状应为 (B, 长度, {self.d_model})（批在前），实际为 {got}。")
         if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
             raise ValueError(
                 f"query、key、value 的批大小须相同，key 与 value 的长度须相同："
-                f"query {_shape(query)}，key {_shape(key)}，value {_shape(value)}。"
+                f"query {describe_shape(query)}，key {describe_shape(key)}，value {describe_shape(value)}。"
             )
         B, T, S = query.shape[0], query.shape[1], key.shape[1]
         if mask is not None:

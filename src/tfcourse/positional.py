@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import positive_int
+from ._checks import describe_shape, positive_int
 
 __all__ = ["sinusoidal_positional_encoding", "frequencies", "relative_rotation", "LearnedPositionalEmbedding"]
 
@@ -75,13 +75,8 @@ class LearnedPositionalEmbedding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, T, C) → x + P[:T]。"""
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.weight.shape[1]:
-            got = _shape(x)
-            raise ValueError(f"输入的形状应为 (B, T, {self.weight.shape[1]})，实际为 {got}。")
+            raise ValueError(f"输入的形状应为 (B, T, {self.weight.shape[1]})，实际为 {describe_shape(x)}。")
         T = x.shape[1]
         if T > self.max_len:
             raise ValueError(f"序列长度 {T} 超过了可学习位置向量的上限 max_len={self.max_len}：学过的位置只有这么多。")
         return x + self.weight[:T]
-
-
-def _shape(x) -> str:
-    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__

@@ -25,7 +25,6 @@ class ScalingExplorer(CourseWidget):
     q_grad_median = t.List(t.List(t.Float())).tag(sync=True)
     q_grad_small = t.List(t.List(t.Float())).tag(sync=True)
     example = t.List(t.List(t.List(t.Float()))).tag(sync=True)  # (2, n_d, n_keys)
-    n_samples = t.Int(0).tag(sync=True)
     d_index = t.Int(0).tag(sync=True)
     scaled = t.Bool(False).tag(sync=True)
 
@@ -40,7 +39,7 @@ class ScalingExplorer(CourseWidget):
             max_weight=r6(stats["max_weight"]), entropy=r6(stats["entropy"]),
             grad_norm=r6(stats["grad_norm"]), example=r6(stats["example"]),
             q_grad_median=r6(stats["q_grad_median"]), q_grad_small=r6(stats["q_grad_small"]),
-            n_samples=int(stats.get("n_samples", 0)), **kwargs,
+            **kwargs,
         )
         self.set(d_k=d_k, scaled=scaled)
 

@@ -37,3 +37,18 @@ function s(tag, attrs = {}, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
+
+// 整数滑块（一行：标签、滑块、读数）。拖动时把夹回范围的值写回模型；sync(v) 在重绘时更新滑块与读数。
+function rangeSlider(model, key, label, min, max, show) {
+  const id = `tfc-${key}-${Math.random().toString(36).slice(2, 8)}`;
+  const input = h("input", { type: "range", id, min: String(min), max: String(max), step: "1", "data-testid": key });
+  const out = h("output", { for: id });
+  input.addEventListener("input", () => commit(model, { [key]: clamp(Number(input.value), min, max) }));
+  const row = h("div", { class: "tfc-control" }, h("label", { for: id, text: label }), input, out);
+  function sync(v) {
+    input.value = String(v);
+    out.textContent = show(v);
+    input.setAttribute("aria-valuetext", show(v));
+  }
+  return { row, input, out, sync, key };
+}

@@ -11,23 +11,15 @@ function colour(v) {
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-pe" });
   el.append(root);
-  const uid = Math.random().toString(36).slice(2, 8);
   const T = () => model.get("max_len");
   const D = () => model.get("d_model");
 
   root.append(h("div", { class: "tfc-title", text: "正弦位置编码：每对维度是一根按自己速度转动的指针" }));
-  function slider(key, label, max, show) {
-    const id = `tfc-${key}-${uid}`;
-    const input = h("input", { type: "range", id, min: "0", max: String(max), step: "1", "data-testid": key });
-    const out = h("output", { for: id });
-    input.addEventListener("input", () => commit(model, { [key]: clamp(Number(input.value), 0, max) }));
-    root.append(h("div", { class: "tfc-control" }, h("label", { for: id, text: label }), input, out));
-    return { input, out, show, key };
-  }
   const sliders = [
-    slider("position", "位置 p", T() - 1, (v) => String(v)),
-    slider("pair", "维度对 i（第 2i、2i+1 维）", D() / 2 - 1, (v) => `${v}（第 ${2 * v}、${2 * v + 1} 维）`),
+    rangeSlider(model, "position", "位置 p", 0, T() - 1, (v) => String(v)),
+    rangeSlider(model, "pair", "维度对 i（第 2i、2i+1 维）", 0, D() / 2 - 1, (v) => `${v}（第 ${2 * v}、${2 * v + 1} 维）`),
   ];
+  for (const sl of sliders) root.append(sl.row);
   const readout = h("div", { class: "tfc-readout", "aria-live": "polite" });
   root.append(readout);
   const charts = h("div", { class: "tfc-charts" });
@@ -82,11 +74,7 @@ function render({ model, el }) {
     const p = clamp(model.get("position"), 0, n - 1);
     const i = clamp(model.get("pair"), 0, d / 2 - 1);
     const vals = { position: p, pair: i };
-    for (const sl of sliders) {
-      sl.input.value = String(vals[sl.key]);
-      sl.out.textContent = sl.show(vals[sl.key]);
-      sl.input.setAttribute("aria-valuetext", sl.show(vals[sl.key]));
-    }
+    for (const sl of sliders) sl.sync(vals[sl.key]);
     const pe = model.get("pe");
     const base = model.get("base");
     const omega = Math.pow(base, -(2 * i) / d);

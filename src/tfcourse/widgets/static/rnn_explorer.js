@@ -16,28 +16,15 @@ function formatPercent(v) {
 function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-rnn" });
   el.append(root);
-  const uid = Math.random().toString(36).slice(2, 8);
 
   const hhVals = () => model.get("w_hh_values");
   const xhVals = () => model.get("w_xh_values");
   const maxLen = () => model.get("max_len");
 
-  function slider(key, label, min, max, show) {
-    const id = `tfc-${key}-${uid}`;
-    const input = h("input", { type: "range", id, min: String(min), max: String(max), step: "1", "data-testid": key });
-    const out = h("output", { for: id });
-    input.addEventListener("input", () => {
-      const v = clamp(Number(input.value), min, max);
-      commit(model, { [key]: v });
-    });
-    const row = h("div", { class: "tfc-control" }, h("label", { for: id, text: label }), input, out);
-    return { row, input, out, show, key };
-  }
-
   const sliders = [
-    slider("w_hh_index", "循环权重 W_hh", 0, hhVals().length - 1, (i) => hhVals()[i].toFixed(2)),
-    slider("w_xh_index", "输入权重 W_xh", 0, xhVals().length - 1, (i) => xhVals()[i].toFixed(2)),
-    slider("length", "序列长度 L", 1, maxLen(), (v) => String(v)),
+    rangeSlider(model, "w_hh_index", "循环权重 W_hh", 0, hhVals().length - 1, (i) => hhVals()[i].toFixed(2)),
+    rangeSlider(model, "w_xh_index", "输入权重 W_xh", 0, xhVals().length - 1, (i) => xhVals()[i].toFixed(2)),
+    rangeSlider(model, "length", "序列长度 L", 1, maxLen(), (v) => String(v)),
   ];
   root.append(h("div", { class: "tfc-title", text: "RNN 记忆探索器：输入 [1, 0, 0, …]，开头的信号传到第 L 步还剩多少？" }));
   for (const sl of sliders) root.append(sl.row);
@@ -54,11 +41,7 @@ function render({ model, el }) {
     const j = clamp(model.get("w_xh_index"), 0, nXH - 1);
     const L = clamp(model.get("length"), 1, T);
     const values = { w_hh_index: i, w_xh_index: j, length: L };
-    for (const sl of sliders) {
-      sl.input.value = String(values[sl.key]);
-      sl.out.textContent = sl.show(values[sl.key]);
-      sl.input.setAttribute("aria-valuetext", sl.show(values[sl.key]));
-    }
+    for (const sl of sliders) sl.sync(values[sl.key]);
     const curves = model.get("curves");
     const start = (i * nXH + j) * T;
     const curve = curves.slice(start, start + T);

@@ -7,10 +7,8 @@ function render({ model, el }) {
   const dVals = () => model.get("d_values");
 
   root.append(h("div", { class: "tfc-title", text: "为什么要除以 √d_k：拖动 d_k，切换缩放，看 softmax 和梯度怎么变" }));
-  const slider = h("input", { type: "range", id: `tfc-d-${uid}`, min: "0", max: String(dVals().length - 1), step: "1", "data-testid": "d_index" });
-  const out = h("output", { for: `tfc-d-${uid}` });
-  slider.addEventListener("input", () => commit(model, { d_index: clamp(Number(slider.value), 0, dVals().length - 1) }));
-  root.append(h("div", { class: "tfc-control" }, h("label", { for: `tfc-d-${uid}`, text: "向量维数 d_k" }), slider, out));
+  const slider = rangeSlider(model, "d_index", "向量维数 d_k", 0, dVals().length - 1, (j) => String(dVals()[j]));
+  root.append(slider.row);
   const box = h("input", { type: "checkbox", id: `tfc-s-${uid}`, "data-testid": "scaled" });
   box.addEventListener("change", () => commit(model, { scaled: box.checked }));
   root.append(h("div", { class: "tfc-control" }, h("label", { for: `tfc-s-${uid}`, text: "打分除以 √d_k（缩放）" }), box));
@@ -36,9 +34,7 @@ function render({ model, el }) {
     const j = clamp(model.get("d_index"), 0, ds.length - 1);
     const scaled = !!model.get("scaled");
     const i = scaled ? 1 : 0;
-    slider.value = String(j);
-    out.textContent = String(ds[j]);
-    slider.setAttribute("aria-valuetext", `d_k = ${ds[j]}`);
+    slider.sync(j);
     box.checked = scaled;
     const v = model.get("var_dot")[j];
     const mw = model.get("max_weight")[i][j];
