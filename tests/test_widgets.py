@@ -161,3 +161,73 @@ def test_pe_explorer_values_come_from_the_package():
     with pytest.raises(ValueError, match="偶数"):
         PositionalEncodingExplorer(d_model=7)
     assert len(json.dumps(PositionalEncodingExplorer().get_state())) < 200_000
+
+
+# ---------- 架构全景图（第 6、9 章） ----------
+
+def _tiny_blocks(**changes):
+    import torch
+
+    from tfcourse.anatomy import model_blocks
+    from tfcourse.model import TINY, Transformer
+    torch.manual_seed(0)
+    return model_blocks(Transformer(TINY.replace(**changes)), torch.randint(1, 16, (2, 9)), torch.randint(1, 16, (2, 5)))
+
+
+def test_architecture_map_select_round_trip_and_total():
+    from tfcourse.model import TINY, Transformer, count_parameters
+    from tfcourse.widgets import ArchitectureMap
+    blocks = _tiny_blocks()
+    w = ArchitectureMap(blocks, title="TINY", selected="enc.ffn")
+    assert w.total_params == count_parameters(Transformer(TINY)) == 43_904
+    assert w.selected == "enc.ffn" and w.selected_block["params"] == 4_192
+    assert w.selected_block == next(b for b in blocks if b["id"] == "enc.ffn")
+    assert w.select("dec.cross_attn").selected_block["shape"] == "(B=2, T=5, C=32)"
+    w.select(None)
+    assert w.selected == "" and w.selected_block is None
+    assert w.ids == [b["id"] for b in blocks]
+
+
+def test_architecture_map_rejects_unknown_ids_and_bad_blocks():
+    from tfcourse.widgets import ArchitectureMap
+    blocks = _tiny_blocks()
+    w = ArchitectureMap(blocks, selected="generator")
+    with pytest.raises(ValueError, match=r"没有 id 为 'dec\.norm4' 的方块.*dec\.norm3"):
+        w.select("dec.norm4")
+    with pytest.raises(ValueError, match="没有 id 为 'ffn'"):
+        w.selected = "ffn"                                     # 直接赋值也检查
+    assert w.selected == "generator"                           # 出错后选择不变
+    with pytest.raises(ValueError, match="没有 id"):
+        ArchitectureMap(blocks, selected="encoder")
+    with pytest.raises(ValueError, match="block_id 应为字符串"):
+        w.select(3)
+    with pytest.raises(ValueError, match="model_blocks"):
+        from tfcourse.model import TINY, Transformer
+        ArchitectureMap(Transformer(TINY))
+    with pytest.raises(ValueError, match="非空"):
+        ArchitectureMap([])
+    with pytest.raises(ValueError, match="缺少字段"):
+        ArchitectureMap([{"id": "x"}])
+    bad = [dict(b) for b in blocks]
+    bad[2]["total_params"] += 1
+    with pytest.raises(ValueError, match="不等于 params × repeat"):
+        ArchitectureMap(bad)
+    with pytest.raises(ValueError, match="id 重复"):
+        ArchitectureMap(blocks + blocks[:1])
+
+
+def test_architecture_map_state_is_json_and_follows_new_blocks():
+    from tfcourse.anatomy import model_blocks
+    from tfcourse.model import BASE, Transformer
+    from tfcourse.widgets import ArchitectureMap
+    blocks = _tiny_blocks()
+    blocks[4] = {**blocks[4], "params": np.int64(4192), "total_params": np.int64(8384)}   # numpy 整数整理成 int
+    w = ArchitectureMap(blocks, selected="dec.final_norm")
+    state = json.loads(json.dumps(w.get_state()))
+    assert state["selected"] == "dec.final_norm" and state["total_params"] == 43_904
+    assert [b["id"] for b in state["blocks"]] == w.ids and type(w.blocks[4]["params"]) is int
+    assert len(json.dumps(state["blocks"])) < 20_000           # 18 个方块，几 KB
+    w.blocks = _tiny_blocks(final_norm=False)                  # 新的方块里没有原来选中的那个：取消选择
+    assert w.selected == "" and w.total_params == 43_904 - 2 * 64
+    w.blocks = model_blocks(Transformer(BASE.replace(n_layers=1)))
+    assert w.total_params == 18_944_000 + 2 * 1_024 + 3_152_384 + 4_204_032

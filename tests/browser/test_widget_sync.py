@@ -120,3 +120,70 @@ def test_heatmap_mask_view_marks_and_explains_blocked_cells(browser):
     assert "被掩码屏蔽" not in page.locator("[data-testid=selection]").inner_text()
     assert errors == []
     page.close()
+
+
+def test_architecture_map_click_and_keyboard_select_blocks(browser):
+    import torch
+
+    from test_site import _CONTRAST_JS
+    from tfcourse.anatomy import model_blocks
+    from tfcourse.model import TINY, Transformer
+    from tfcourse.widgets import ArchitectureMap
+    torch.manual_seed(0)
+    blocks = model_blocks(Transformer(TINY), torch.randint(1, 16, (2, 9)), torch.randint(1, 16, (2, 5)))
+    w = ArchitectureMap(blocks, title="TINY")
+    page, errors = _open(browser, w, offline=True)
+    page.add_style_tag(content=w.get_state()["_css"])     # 网站上与小部件一起加载的同一份样式表
+    assert page.locator("[data-testid=am-total]").inner_text() == f"{w.total_params:,}" == "43,904"
+    assert page.locator("button[data-block]").count() == len(blocks)
+    assert page.locator(".am-repeat").all_inner_texts() == ["2×", "×2"]        # 论文图：左 N×，右 ×N
+    assert page.locator(".am-links polyline").count() == 1                   # memory → 交叉注意力
+    # 论文图 1 的摆法：编码器在左、解码器在右，数据自下而上（越往后的方块越靠上）
+    box = {b["id"]: page.locator(f'[data-block="{b["id"]}"]').bounding_box() for b in blocks}
+    for group in ("encoder", "decoder"):
+        ys = [box[b["id"]]["y"] for b in blocks if b["group"] == group]
+        assert ys == sorted(ys, reverse=True) and len(set(ys)) == len(ys), group
+    assert box["enc.ffn"]["x"] + box["enc.ffn"]["width"] < box["dec.ffn"]["x"]
+
+    page.locator('[data-block="enc.ffn"]').click()
+    calls = page.evaluate("window.calls")
+    assert calls["set"][-1] == ["selected", "enc.ffn"] and calls["saves"] >= 1
+    w.set_state({"selected": calls["set"][-1][1]})              # 活内核里 comm 做的事：Python 端随之更新
+    assert w.selected == "enc.ffn"
+    ffn = w.selected_block
+    detail = page.locator(".am-detail")
+    assert detail.locator("[data-testid=am-label]").inner_text() == "前馈网络 FFN"
+    assert detail.locator("[data-testid=am-params]").inner_text() == \
+        f"每层 {ffn['params']:,} × 2 = {ffn['total_params']:,}" == "每层 4,192 × 2 = 8,384"
+    assert detail.locator("[data-testid=am-share]").inner_text() == \
+        f"占全部 {js_fixed(ffn['total_params'] / w.total_params * 100, 1)}%" == "占全部 19.1%"
+    assert detail.locator("[data-testid=am-shape]").inner_text() == ffn["shape"] == "(B=2, S=9, C=32)"
+    assert detail.locator("[data-testid=am-name]").inner_text() == "encoder.layers.0.ffn"
+    assert "d_ff = 64" in detail.locator("[data-testid=am-text]").inner_text()
+    assert page.locator("button.selected").count() == 1
+    assert page.locator('[data-block="enc.ffn"]').get_attribute("aria-pressed") == "true"
+
+    # 键盘：Tab 到方块上按 Enter 选中；↑ 沿数据流走到上面一个方块，焦点跟着走
+    page.locator('[data-block="dec.cross_attn"]').focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("window.calls.set.at(-1)") == ["selected", "dec.cross_attn"]
+    assert detail.locator("[data-testid=am-label]").inner_text() == "交叉注意力 Cross-Attention"
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate("window.calls.set.at(-1)") == ["selected", "dec.norm2"]
+    assert page.evaluate("document.activeElement.dataset.block") == "dec.norm2"
+    page.keyboard.press("Tab")                                 # Tab 顺序也是数据流的顺序
+    assert page.evaluate("document.activeElement.dataset.block") == "dec.ffn"
+    page.locator('[data-block="generator"]').click()
+    assert detail.locator("[data-testid=am-params]").inner_text() == "0"
+    assert "与目标词嵌入共用权重" in detail.locator("[data-testid=am-text]").inner_text()
+
+    # 配色：每种方块的文字在亮色、暗色页面上都至少 4.5:1（样式表与网站上的相同）
+    selectors = [f".am-kind-{k} .am-label" for k in ("embed", "pos", "attn", "norm", "ffn", "linear", "softmax")]
+    selectors += [".am-kind-ffn .am-meta", ".am-kind-attn .am-shape", ".am-detail code", ".am-io", ".am-repeat"]
+    for bg, fg in (("#ffffff", "#222832"), ("#121212", "#ced6dd")):   # 与网站亮色、暗色主题的正文颜色相近
+        page.evaluate(f"document.body.style.cssText = 'background:{bg};color:{fg}'")
+        ratios = page.locator(".tfc-archmap").evaluate(_CONTRAST_JS, selectors)
+        low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
+        assert low == {}, f"背景 {bg} 上对比度不足 4.5:1：{low}"
+    assert errors == []
+    page.close()
