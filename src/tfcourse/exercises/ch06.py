@@ -1,0 +1,71 @@
+"""第 6 章的练习：手写 LayerNorm；按公式数出一个配置的参数个数。"""
+from __future__ import annotations
+
+import torch
+
+from ..model import TransformerConfig, Transformer, count_parameters
+from . import Case, Exercise, register
+
+
+def _layer_norm_reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+    """torch 的 LayerNorm：沿最后一维（每个 token 的 C 个特征）归一化，有偏方差，eps 加在根号里。"""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def _cases_layer_norm() -> tuple[Case, ...]:
+    gen = torch.Generator().manual_seed(6)
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift
+
+    def affine(C):
+        return randn(C, scale=0.5, shift=1.0), randn(C, scale=0.5)    # γ 在 1 附近，β 在 0 附近
+
+    ones8, zeros8 = torch.ones(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64)
+    constant = randn(2, 3, 8)
+    constant[0, 1] = 3.0                                           # 这个 token 的 8 个特征全相等：方差为 0
+    return (
+        Case((randn(2, 3, 8, scale=2.0, shift=1.0), ones8, zeros8, 1e-5), "(B, T, C) = (2, 3, 8)，γ = 1、β = 0（nn.LayerNorm 的初始值）"),
+        Case((randn(2, 4, 6), *affine(6), 1e-5), "(B, T, C) = (2, 4, 6)，随机的 γ、β"),
+        Case((randn(1, 3, 4, scale=0.3), *affine(4), 0.5), "eps = 0.5：eps 放在根号里还是根号外，结果差很多"),
+        Case((constant, *affine(8), 1e-5), "有一个 token 的特征全相等（方差为 0）：输出应等于 β，不能是 NaN"),
+        Case((randn(2, 5, 2), *affine(2), 1e-5), "C = 2：有偏方差（除以 C）和无偏方差（除以 C − 1）差一倍"),
+        Case((randn(5, 6, scale=3.0), *affine(6), 1e-5), "二维输入 (T, C)：同样只沿最后一维归一化"),
+        Case((randn(2, 3, 16, scale=0.01, shift=1000.0), *affine(16), 1e-5), "均值 1000、起伏只有 0.01 的特征"),
+    )
+
+
+def _count_reference(config: TransformerConfig) -> int:
+    """直接造出模型来数（绑定、共享的张量只算一次）。"""
+    return count_parameters(Transformer(config))
+
+
+def _cases_count() -> tuple[Case, ...]:
+    small = TransformerConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=64, n_heads=8, n_layers=3, d_ff=256,
+                              dropout=0.0, max_len=32, share_embeddings=True, tie_output=True)
+    return (
+        Case((small,), "与 BASE 同样的摆法（共享词表、输出层绑定），只是小：V = 100，C = 64，N = 3，F = 256"),
+        Case((TransformerConfig(src_vocab_size=16, tgt_vocab_size=16, d_model=32, n_heads=4, n_layers=2, d_ff=64,
+                                dropout=0.0, max_len=64),), "TINY 预设：源、目标各一张表（不共享），输出层绑定"),
+        Case((small.replace(src_vocab_size=50, tgt_vocab_size=30, share_embeddings=False, tie_output=False),),
+             "源、目标词表大小不同（50 与 30），输出层不绑定：它有自己的权重和偏置"),
+        Case((small.replace(tie_output=False),), "共享词表，但输出层不绑定"),
+        Case((small.replace(final_norm=False, norm_first=True),), "pre-LN、去掉两个末尾 LayerNorm"),
+        Case((small.replace(n_heads=1),), "头数从 8 改成 1（参数个数变不变？）"),
+        Case((small.replace(d_model=16, n_heads=2, n_layers=1, d_ff=8, src_vocab_size=7, tgt_vocab_size=7),),
+             "只有 1 层，d_ff = 8 比 d_model = 16 还小"),
+    )
+
+
+register("ch06.layer_norm", Exercise(
+    title="手写 LayerNorm：沿最后一维归一化，再乘 γ、加 β",
+    reference=_layer_norm_reference,
+    cases=_cases_layer_norm(),
+))
+register("ch06.count_parameters", Exercise(
+    title="按公式数出一个 TransformerConfig 的参数个数（不造模型）",
+    reference=_count_reference,
+    cases=_cases_count(),
+    atol=0.5,           # 参数个数是整数：差 1 个也算错
+    rtol=0.0,
+))
