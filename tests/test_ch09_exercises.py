@@ -1,4 +1,4 @@
-"""第 9 章练习的检查：参考实现与课程包的模型一致（_embed、count_parameters）；常见错误被抓住，并说清错在哪里。"""
+"""第 9 章练习的检查：参考实现与课程包的模型一致（embed、count_parameters）；常见错误被抓住，并说清错在哪里。"""
 import math
 
 import pytest
@@ -27,7 +27,7 @@ def test_embed_reference_equals_the_model_embedding_step():
         with torch.no_grad():
             model.src_embed.weight.copy_(weight)
         torch.testing.assert_close(model.pe, pe)
-        torch.testing.assert_close(ex.reference(ids, weight, pe), model._embed(ids, model.src_embed))
+        torch.testing.assert_close(ex.reference(ids, weight, pe), model.embed(ids, model.src_embed))
 
 
 @pytest.mark.parametrize("case_index", range(len(EXERCISES["ch09.count_parameters"].cases)))

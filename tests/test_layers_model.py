@@ -91,7 +91,7 @@ def test_full_model_matches_torch_transformer(norm_first):
     tgt = torch.randint(1, 18, (3, 6))
     with torch.no_grad():
         logits = model(src, tgt)
-        out = ref(model._embed(src, model.src_embed), model._embed(tgt, model.tgt_embed),
+        out = ref(model.embed(src, model.src_embed), model.embed(tgt, model.tgt_embed),
                   tgt_mask=nn.Transformer.generate_square_subsequent_mask(6), tgt_is_causal=True,
                   src_key_padding_mask=src == 0, memory_key_padding_mask=src == 0)
         want = model.generator(out)

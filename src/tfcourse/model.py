@@ -150,7 +150,8 @@ class Transformer(nn.Module):
         T = tgt.shape[1]
         return causal_mask(T, device=tgt.device)[None] & (tgt != self.config.pad_id)[:, None, :]   # (B, T, T)
 
-    def _embed(self, ids: torch.Tensor, table: nn.Embedding) -> torch.Tensor:
+    def embed(self, ids: torch.Tensor, table: nn.Embedding) -> torch.Tensor:
+        """token id (B, L) → table(ids)·√d_model + 位置编码，再 dropout（论文 3.4、3.5 节）：编码器、解码器的输入。"""
         x = table(ids) * math.sqrt(self.config.d_model)            # (B, L) -> (B, L, C)
         return self.dropout(x + self.pe[: ids.shape[1]])
 
@@ -158,7 +159,7 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src (B, S) → memory (B, S, C)。"""
         self._check_ids(src, "src", self.config.src_vocab_size)
-        return self.encoder(self._embed(src, self.src_embed), self.source_mask(src))
+        return self.encoder(self.embed(src, self.src_embed), self.source_mask(src))
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None) -> torch.Tensor:
         """tgt (B, T)、memory (B, S, C) → logits (B, T, V)。memory_mask 用 `source_mask(src)`（None 表示全可见）。"""
@@ -166,7 +167,7 @@ class Transformer(nn.Module):
         if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory 应为形状 (B={tgt.shape[0]}, S, {self.config.d_model}) 的张量（encode 的输出），"
                              f"实际为 {describe_shape(memory)}。")
-        x = self.decoder(self._embed(tgt, self.tgt_embed), memory, self.target_mask(tgt), memory_mask)
+        x = self.decoder(self.embed(tgt, self.tgt_embed), memory, self.target_mask(tgt), memory_mask)
         return self.generator(x)                                     # (B, T, C) -> (B, T, V)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ from . import Case, Exercise, register
 
 
 def _embed_reference(ids: torch.Tensor, weight: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    """ids (B, L) → weight[ids] · √C + pe[:L]，形状 (B, L, C)；与 Transformer._embed（dropout=0）相同。"""
+    """ids (B, L) → weight[ids] · √C + pe[:L]，形状 (B, L, C)；与 Transformer.embed（dropout=0）相同。"""
     d_model = weight.shape[1]
     return weight[ids] * math.sqrt(d_model) + pe[: ids.shape[1]]   # (B, L, C) + (L, C) 按位置广播
 
