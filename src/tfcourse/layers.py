@@ -37,7 +37,7 @@ def _check_input(x, d_model: int, name: str) -> None:
 
 def _expect(other, cls, what: str) -> None:
     if not isinstance(other, cls):
-        raise ValueError(f"需要 {cls.__module__}.{cls.__name__}，实际得到 {type(other).__name__}（{what}）。")
+        raise ValueError(f"需要 torch.nn.{cls.__name__}，实际得到 {type(other).__name__}（{what}）。")
 
 
 def _check_same(name: str, ours, theirs) -> None:
@@ -160,44 +160,45 @@ class DecoderLayer(nn.Module):
         return self
 
 
-class Encoder(nn.Module):
-    """编码器栈：n_layers 个 EncoderLayer，末尾可选一个 LayerNorm（pre-LN 必需；torch.nn.Transformer 总是有）。"""
+class _Stack(nn.Module):
+    """n_layers 个相同结构的层（深拷贝，初始权重相同；完整的 Transformer 建好后会重新初始化），末尾可选一个 LayerNorm。"""
 
-    def __init__(self, layer: EncoderLayer, n_layers: int, final_norm: bool = True):
+    _torch_type: type = nn.Module
+    _what = ""
+
+    def __init__(self, layer, n_layers: int, final_norm: bool = True):
         super().__init__()
         self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(positive_int(n_layers, "n_layers")))
         self.norm = nn.LayerNorm(layer.d_model, eps=layer.norm1.eps) if final_norm else None
+
+    @torch.no_grad()
+    def load_torch_weights(self, other):
+        """抄 torch 对应的栈（逐层抄，再抄末尾的 LayerNorm）；层数与有无末尾 LayerNorm 须一致。"""
+        _expect(other, self._torch_type, self._what)
+        _copy_stack(self, other)
+        return self
+
+
+class Encoder(_Stack):
+    """编码器栈：n_layers 个 EncoderLayer，末尾可选一个 LayerNorm（pre-LN 必需；torch.nn.Transformer 总是有）。"""
+
+    _torch_type, _what = nn.TransformerEncoder, "编码器栈"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, mask)
         return x if self.norm is None else self.norm(x)
 
-    @torch.no_grad()
-    def load_torch_weights(self, other: nn.TransformerEncoder) -> "Encoder":
-        _expect(other, nn.TransformerEncoder, "编码器栈")
-        _copy_stack(self, other)
-        return self
 
-
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """解码器栈：n_layers 个 DecoderLayer，末尾可选一个 LayerNorm。"""
 
-    def __init__(self, layer: DecoderLayer, n_layers: int, final_norm: bool = True):
-        super().__init__()
-        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(positive_int(n_layers, "n_layers")))
-        self.norm = nn.LayerNorm(layer.d_model, eps=layer.norm1.eps) if final_norm else None
+    _torch_type, _what = nn.TransformerDecoder, "解码器栈"
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask=None, memory_mask=None) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask)
         return x if self.norm is None else self.norm(x)
-
-    @torch.no_grad()
-    def load_torch_weights(self, other: nn.TransformerDecoder) -> "Decoder":
-        _expect(other, nn.TransformerDecoder, "解码器栈")
-        _copy_stack(self, other)
-        return self
 
 
 def _check_relu(other) -> None:
