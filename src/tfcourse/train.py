@@ -1,4 +1,8 @@
-"""训练循环（带进度条）。第 1 章引入，之后训练模型的章节共用。"""
+"""训练循环（带进度条）。第 1 章引入，之后训练模型的章节共用。
+
+第 10 章加入序列到序列（seq2seq）的训练：带标签平滑的交叉熵 `label_smoothed_cross_entropy`、
+两种预热学习率 `noam_lr`（论文式 3）与 `warmup_linear_lr`（线性预热再线性衰减）、训练循环 `train_seq2seq`。
+"""
 from __future__ import annotations
 
 import time
@@ -8,9 +12,12 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ._checks import positive_int
+from ._checks import finite_number, positive_int
 
-__all__ = ["TrainResult", "accuracy", "train_classifier"]
+__all__ = [
+    "TrainResult", "accuracy", "train_classifier",
+    "label_smoothed_cross_entropy", "noam_lr", "warmup_linear_lr", "Seq2SeqResult", "train_seq2seq",
+]
 
 
 @dataclass
@@ -81,3 +88,134 @@ def train_classifier(
                 break
     final = history[-1][1] if history else accuracy(model, *eval_data)
     return TrainResult(step, solved_at, final, time.perf_counter() - start, history)
+
+
+# ---------------------------------------------------------------- 第 10 章：序列到序列的训练
+
+def label_smoothed_cross_entropy(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.0,
+                                 ignore_index: int | None = None) -> torch.Tensor:
+    """带标签平滑（label smoothing）的交叉熵，与 torch.nn.CrossEntropyLoss(label_smoothing=…, ignore_index=…) 相同。
+
+    logits (..., V)，target (...) 的类别编号。目标分布 = (1 − ε)·独热 + ε/V·均匀（均匀的那份也分给正确答案），
+    所以每个位置的损失 = (1 − ε)·(−log p_正确) + ε·(−所有类的 log p 的平均)。
+    ignore_index 位置（如填充）不计入，其余位置取平均。
+    """
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"smoothing（标签平滑系数 ε）应在 [0, 1] 之间，实际为 {smoothing!r}。")
+    if logits.shape[:-1] != target.shape:
+        raise ValueError(f"logits 应为 target 的形状再加一维词表：logits {tuple(logits.shape)}，target {tuple(target.shape)}。")
+    logp = logits.log_softmax(dim=-1)                                       # (..., V)
+    safe = target if ignore_index is None else target.masked_fill(target == ignore_index, 0)   # 忽略的位置随便放一个合法编号
+    nll = -logp.gather(-1, safe.unsqueeze(-1)).squeeze(-1)                  # (...,)：−log p_正确
+    uniform = -logp.mean(dim=-1)                                            # (...,)：对均匀分布的交叉熵
+    loss = (1.0 - smoothing) * nll + smoothing * uniform
+    if ignore_index is not None:
+        loss = loss[target != ignore_index]
+    return loss.mean()
+
+
+def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
+    """论文式 (3) 的学习率：factor · d_model^−0.5 · min(step^−0.5, step · warmup^−1.5)。
+
+    前 warmup_steps 步线性上升，之后按 1/√step 下降；峰值在 step = warmup_steps。step 从 1 数起。
+    """
+    step = positive_int(step, "step")
+    d_model = positive_int(d_model, "d_model")
+    warmup_steps = positive_int(warmup_steps, "warmup_steps")
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+def warmup_linear_lr(step: int, peak_lr: float, warmup_steps: int, total_steps: int) -> float:
+    """线性预热再线性衰减：前 warmup_steps 步从 peak/warmup 升到 peak，之后线性降向 0（最后一步是 peak/(总步数−预热)，不为 0）。
+
+    step 从 1 数起。warmup_steps 可以为 0（不预热）。
+    """
+    step = positive_int(step, "step")
+    total_steps = positive_int(total_steps, "total_steps")
+    peak_lr = finite_number(peak_lr, "peak_lr")
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or not 0 <= warmup_steps < total_steps:
+        raise ValueError(f"warmup_steps 应为 0 … total_steps−1（{total_steps - 1}）之间的整数，实际为 {warmup_steps!r}。")
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    return peak_lr * max(total_steps - step + 1, 0) / (total_steps - warmup_steps)
+
+
+@dataclass
+class Seq2SeqResult:
+    """train_seq2seq 的记录：跑了几步、用了几秒、每步的训练损失与学习率。"""
+
+    steps: int
+    seconds: float
+    losses: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else float("inf")
+
+
+def train_seq2seq(
+    model: nn.Module,
+    batch_fn: Callable[[], tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    *,
+    steps: int,
+    lr_at: Callable[[int], float],
+    label_smoothing: float = 0.1,
+    pad_id: int = 0,
+    clip_norm: float | None = 1.0,
+    betas: tuple[float, float] = (0.9, 0.98),
+    weight_decay: float = 0.01,
+    num_threads: int | None = None,
+    progress=True,
+    desc: str = "训练",
+) -> Seq2SeqResult:
+    """用教师强制（teacher forcing）训练编码器–解码器：loss = 交叉熵(model(src, tgt_in), tgt_out)。
+
+    batch_fn() 每次返回 (src (B, S), tgt_in (B, T), tgt_out (B, T))，tgt_in = <bos> + 目标，tgt_out = 目标 + <eos>；
+    tgt_out 里等于 pad_id 的位置不计损失。lr_at(step) 给出第 step 步（从 1 数起）的学习率，优化器是 AdamW。
+    clip_norm：梯度范数裁剪的上限（None 不裁剪）。num_threads：训练期间 torch 用的线程数（结束后恢复）。
+    progress：True 新建一个 tqdm 进度条，False 不显示，也可以传入调用者建好的 tqdm 进度条（每步前进 1）。
+    """
+    steps = positive_int(steps, "steps")
+    opt = torch.optim.AdamW(model.parameters(), lr=lr_at(1), betas=betas, weight_decay=weight_decay)
+    losses: list[float] = []
+    lrs: list[float] = []
+    bar, own_bar = progress, False
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar, own_bar = tqdm(total=steps, desc=desc), True
+    elif progress is False:
+        bar = None
+    old_threads, was_training = torch.get_num_threads(), model.training
+    if num_threads is not None:
+        torch.set_num_threads(positive_int(num_threads, "num_threads"))
+    model.train()
+    start = time.perf_counter()
+    try:
+        for step in range(1, steps + 1):
+            src, tgt_in, tgt_out = batch_fn()
+            lr = lr_at(step)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            logits = model(src, tgt_in)                                        # (B, T, V)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(),
+                                               ignore_index=pad_id, label_smoothing=label_smoothing)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_norm is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+            opt.step()
+            losses.append(loss.item())
+            lrs.append(lr)
+            if bar is not None:
+                bar.update(1)
+                if step % 50 == 0 or step == steps:
+                    bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
+    finally:
+        if num_threads is not None:
+            torch.set_num_threads(old_threads)
+        if own_bar:
+            bar.close()
+        model.train(was_training)
+    return Seq2SeqResult(steps, time.perf_counter() - start, losses, lrs)

@@ -150,4 +150,4 @@ def register(exercise_id: str, exercise: Exercise) -> None:
     EXERCISES[exercise_id] = exercise
 
 
-from . import ch01, ch02, ch03, ch04, ch05  # noqa: E402,F401  各章登记自己的练习
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10  # noqa: E402,F401  各章登记自己的练习
