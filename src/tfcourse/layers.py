@@ -96,13 +96,7 @@ class EncoderLayer(nn.Module):
     @torch.no_grad()
     def load_torch_weights(self, other: nn.TransformerEncoderLayer) -> "EncoderLayer":
         """抄 torch.nn.TransformerEncoderLayer 的权重（它须是 ReLU、且 norm_first 与本层一致）。"""
-        _expect(other, nn.TransformerEncoderLayer, "编码器层")
-        _check_same("norm_first", self.norm_first, other.norm_first)
-        _check_relu(other)
-        self.self_attn.load_torch_weights(other.self_attn)
-        _copy_ffn(self.ffn, other)
-        _copy_norms(self, other, 2)
-        return self
+        return _copy_layer(self, other, nn.TransformerEncoderLayer, "编码器层", n_norms=2)
 
 
 class DecoderLayer(nn.Module):
@@ -150,13 +144,8 @@ class DecoderLayer(nn.Module):
     @torch.no_grad()
     def load_torch_weights(self, other: nn.TransformerDecoderLayer) -> "DecoderLayer":
         """抄 torch.nn.TransformerDecoderLayer 的权重（torch 把交叉注意力叫 multihead_attn）。"""
-        _expect(other, nn.TransformerDecoderLayer, "解码器层")
-        _check_same("norm_first", self.norm_first, other.norm_first)
-        _check_relu(other)
-        self.self_attn.load_torch_weights(other.self_attn)
+        _copy_layer(self, other, nn.TransformerDecoderLayer, "解码器层", n_norms=3)
         self.cross_attn.load_torch_weights(other.multihead_attn)
-        _copy_ffn(self.ffn, other)
-        _copy_norms(self, other, 3)
         return self
 
 
@@ -205,6 +194,17 @@ def _check_relu(other) -> None:
     act = other.activation
     if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU)):
         raise ValueError(f"本课程的前馈网络用 ReLU，torch 模块的激活函数是 {act}。")
+
+
+def _copy_layer(ours, other, torch_type, what: str, n_norms: int):
+    """编码器层、解码器层共有的部分：检查类型与结构，抄自注意力、前馈网络和 n_norms 个 LayerNorm。"""
+    _expect(other, torch_type, what)
+    _check_same("norm_first", ours.norm_first, other.norm_first)
+    _check_relu(other)
+    ours.self_attn.load_torch_weights(other.self_attn)
+    _copy_ffn(ours.ffn, other)
+    _copy_norms(ours, other, n_norms)
+    return ours
 
 
 def _copy_ffn(ffn: FeedForward, other) -> None:

@@ -35,6 +35,25 @@ def js_fixed(x: float, digits: int) -> str:
     return str(Decimal(x).quantize(q, rounding=ROUND_HALF_UP))
 
 
+def chapter_pages() -> list[str]:
+    """目录里每一章的网页路径（按目录顺序）。"""
+    import yaml
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [c["file"] + ".html" for part in toc["parts"] for c in part["chapters"] if "/ch" in c["file"]]
+
+
+def chapter_page(n: int) -> str:
+    """第 n 章的网页路径。"""
+    import re
+    return next(p for p in chapter_pages() if re.search(rf"/ch{n:02d}-", p))
+
+
+def row_weights(heat, row: int) -> list[float]:
+    """点热力图第 row 行的行首，读出条形图里这一行的全部权重（被掩码挡住的写作 "0.000 ×"）。"""
+    heat.locator(f'th.tfc-rowhead[data-row="{row}"]').click()
+    return [float(t.split()[0]) for t in heat.locator(".tfc-bar-value").all_inner_texts()]
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

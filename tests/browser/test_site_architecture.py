@@ -1,25 +1,13 @@
 """架构篇第 6–10 章的网页：在无头 Chromium 里操作结构图与热力图，显示的数字要和包里算出来的一致。"""
 from __future__ import annotations
 
-import pathlib
 import re
 
 import pytest
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import chapter_page as _page, row_weights as _row_weights
+
 ARCHMAP = ".tfc-archmap [data-testid=am-total]"
-
-
-def _page(n: int) -> str:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
-    return next(f + ".html" for f in files if re.search(rf"/ch{n:02d}-", f))
-
-
-def _row_weights(heat, row):
-    heat.locator(f'th.tfc-rowhead[data-row="{row}"]').click()
-    return [float(t.split()[0]) for t in heat.locator(".tfc-bar-value").all_inner_texts()]   # 被挡住的格子写作 "0.000 ×"
 
 
 def _click_block(amap, block_id):

@@ -2,27 +2,15 @@
 from __future__ import annotations
 
 import math
-import pathlib
 import re
 
 import pytest
-import yaml
 
-from conftest import js_fixed
+from conftest import chapter_page as _page, chapter_pages as _chapters, js_fixed, row_weights as _row_weights
 from tfcourse import attention
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 SET_RANGE = """(el, v) => { el.value = String(v);
   el.dispatchEvent(new Event('input', { bubbles: true })); }"""
-
-
-def _chapters():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [c["file"] + ".html" for part in toc["parts"] for c in part["chapters"] if "/ch" in c["file"]]
-
-
-def _page(n: int) -> str:
-    return next(p for p in _chapters() if re.search(rf"/ch{n:02d}-", p))
 
 
 @pytest.mark.parametrize("path", _chapters())
@@ -165,11 +153,6 @@ def test_self_attention_heatmap_city_finds_beijing(visit):
 
 
 # ---------- 第 4 章：带头选择器的热力图 ----------
-
-def _row_weights(heat, row):
-    heat.locator(f'th.tfc-rowhead[data-row="{row}"]').click()
-    return [float(t) for t in heat.locator(".tfc-bar-value").all_inner_texts()]
-
 
 def test_head_selector_shows_two_specialised_heads(visit):
     sel = '.tfc-heatmap:has(option:text-is("2 个头 · 第 1 头"))'
