@@ -68,6 +68,11 @@ def teaching_source(obj, skip: tuple[str, ...] = ()) -> str:
                     drop[stmt.lineno] = stmt.end_lineno
                 else:
                     stack.append(stmt)
+    for start in sorted(list(drop) + sorted(skipped)):      # 紧挨在略去部分上方的注释行也一起略去
+        j = start - 1
+        while j >= 1 and lines[j - 1].strip().startswith("#") and j not in skipped:
+            skipped.add(j)
+            j -= 1
     out, i = [], 1
     while i <= len(lines):
         if i in skipped:
