@@ -522,3 +522,48 @@ def test_site_widgets_open_on_the_view_their_code_asks_for(browser, site_url, pa
     assert bad == [], "打开时的视图与创建它的代码不符：\n" + "\n".join(bad)
     assert outside == [] and errors == []
     ctx.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_widget_text_contrast_in_both_themes_without_the_site(browser, theme):
+    from test_site import _CONTRAST_JS
+    from tfcourse.widgets import PositionalEncodingExplorer
+    cases = [
+        (AttentionPlayground(*LOVE, title="游乐场"), [".tfc-title", ".tfc-readout", ".ap-table th", ".ap-table td",
+                                                    "[data-testid=ap-weight-1]", ".ap-sum", ".ap-terms", ".tfc-note"]),
+        (_long_heatmap((2, 3)), [".tfc-axes", "th.tfc-axis-label span", "th.tfc-rowhead", ".tfc-note", ".tfc-bar-value"]),
+        (AttentionHeatmap([[0.9, 0.1], [0.5, 0.5]], ["甲", "乙"], selected=(0, 1)),
+         ['td[data-row="0"][data-col="0"]', 'td[data-row="0"][data-col="1"]', 'td[data-row="1"][data-col="0"]']),
+        (PositionalEncodingExplorer(max_len=64, d_model=64), [".tfc-readout", "label", ".tfc-title", ".tfc-note", "output"]),
+    ]
+    low = {}
+    for widget, selectors in cases:
+        page, errors = _harness(browser, widget, theme=theme)
+        ratios = page.locator(".tfc-widget").first.evaluate(_CONTRAST_JS, selectors)
+        low.update({f"{type(widget).__name__} {k}": round(r, 2) for k, r in ratios.items() if r is None or r < 4.5})
+        assert page.locator(".tfc-widget").first.evaluate("(el) => getComputedStyle(el).colorScheme").find("dark") >= 0 \
+            if theme == "dark" else True                       # 暗色主题下原生控件（滑块、下拉框）也是暗的
+        assert errors == []
+        page.close()
+    assert low == {}, f"{theme} 主题下对比度不足 4.5:1：{low}"
+
+
+def test_pe_table_colours_mean_what_the_static_figure_means(browser):
+    """第 5 章静态图用 matplotlib 的 RdBu_r（vmin = −1，vmax = 1）：+1 红，0 白，−1 蓝；编码表画布要同样的意思。"""
+    import math
+
+    from tfcourse.widgets import PositionalEncodingExplorer
+    w = PositionalEncodingExplorer(max_len=64, d_model=64, position=40, pair=20)
+    page, errors = _harness(browser, w)
+    pixel = lambda x, y: page.locator("[data-testid=pe-table]").evaluate(   # noqa: E731
+        f"(c) => Array.from(c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3))")
+    plus, zero, minus = pixel(1, 0), pixel(0, 0), pixel(1, 3)   # PE[0,1] = cos 0 = +1；PE[0,0] = sin 0 = 0；PE[3,1] = cos 3 ≈ −0.99
+    assert math.cos(3) < -0.98
+    assert plus[0] > plus[2] + 40, plus                     # 红
+    assert minus[2] > minus[0] + 40, minus                  # 蓝
+    assert min(zero) > 235, zero                            # 白
+    assert "红 = +1" in page.locator("[data-testid=pe-legend]").inner_text()
+    assert page.locator(".tfc-pe svg").first.locator("text.tfc-xtick").count() >= 3   # 两张图都有 x 轴刻度
+    assert page.locator(".tfc-pe svg").nth(1).locator("text.tfc-xtick").count() >= 3
+    assert errors == []
+    page.close()
