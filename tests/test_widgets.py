@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 
@@ -231,3 +232,71 @@ def test_architecture_map_state_is_json_and_follows_new_blocks():
     assert w.selected == "" and w.total_params == 43_904 - 2 * 64
     w.blocks = model_blocks(Transformer(BASE.replace(n_layers=1)))
     assert w.total_params == 18_944_000 + 2 * 1_024 + 3_152_384 + 4_204_032
+
+
+# ---------- 注意力游乐场 ----------
+
+LOVE_KEYS = [[1.0, 0.0], [0.0, 1.0], [0.8, 0.8]]          # 第 1 章「我 love 猫」的手编向量
+
+
+def test_playground_opens_on_chapter_one_numbers():
+    from tfcourse.attention import simple_attention, softmax
+    from tfcourse.widgets import AttentionPlayground
+    w = AttentionPlayground(LOVE_KEYS, ["我", "love", "猫"], query=(0.0, 1.0))
+    assert w.query == [0.0, 1.0]
+    np.testing.assert_allclose(w.scores, [0.0, 1.0, 0.8])
+    np.testing.assert_allclose(w.weights, [0.168, 0.457, 0.374], atol=5e-4)
+    np.testing.assert_allclose(w.weights, softmax(w.scores))
+    out, weights, _ = simple_attention(query=np.array([0.0, 1.0]), keys=np.array(LOVE_KEYS))
+    np.testing.assert_allclose(w.output, out)
+    assert w.output.shape == (2,) and abs(w.weights.sum() - 1) < 1e-12
+
+
+def test_playground_values_and_query_follow_the_package():
+    from tfcourse.attention import simple_attention
+    from tfcourse.widgets import AttentionPlayground
+    values = [[1.0, 2.0], [-1.0, 0.5], [0.0, -3.0]]
+    w = AttentionPlayground(LOVE_KEYS, list("甲乙丙"), values, query=(0.3, -0.7))
+    out, weights, scores = simple_attention(query=np.array([0.3, -0.7]), keys=np.array(LOVE_KEYS), values=np.array(values))
+    np.testing.assert_allclose(w.scores, scores)
+    np.testing.assert_allclose(w.output, out)
+    assert w.value_vectors == values and w.key_vectors == LOVE_KEYS
+    state = json.loads(json.dumps({k: v for k, v in w.get_state().items() if not k.startswith("_")}))
+    assert state["query"] == [0.3, -0.7] and state["tokens"] == ["甲", "乙", "丙"]
+
+
+def test_playground_clamps_the_query():
+    from tfcourse.widgets import AttentionPlayground
+    w = AttentionPlayground(LOVE_KEYS, ["我", "love", "猫"], limit=1.5)
+    assert w.set_query(9, -9).query == [1.5, -1.5]
+    w.query = [-2.0, 0.25]                                  # 从前端同步回来的值也夹回范围
+    assert w.query == [-1.5, 0.25]
+    assert AttentionPlayground(LOVE_KEYS, ["我", "love", "猫"], query=(3, 3), limit=2).query == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(keys=[[1, 2, 3]], tokens=["甲"]), "(N, 2)"),
+    (dict(keys=[1, 2], tokens=["甲"]), "2 维"),
+    (dict(keys=[[1, 0]], tokens=["甲", "乙"]), "个数应相同"),
+    (dict(keys=[[1, 0]], tokens=["甲"], values=[[1, 0], [0, 1]]), "个数应相同"),
+    (dict(keys=[[np.nan, 0]], tokens=["甲"]), "NaN"),
+    (dict(keys=[["a", 0]], tokens=["甲"]), "数值数组"),
+    (dict(keys=[[1, 0]], tokens=["甲"], query=(1,)), "两个数"),
+    (dict(keys=[[1, 0]], tokens=["甲"], query=("x", 0)), "实数"),
+    (dict(keys=[[1, 0]], tokens=["甲"], limit=0), "step"),
+    (dict(keys=[[1, 0]], tokens=["甲"], step=2, limit=1), "step"),
+])
+def test_playground_bad_inputs_raise_chinese_errors(kwargs, message):
+    from tfcourse.widgets import AttentionPlayground
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AttentionPlayground(**kwargs)
+
+
+def test_playground_rejects_non_finite_query():
+    from tfcourse.widgets import AttentionPlayground
+    w = AttentionPlayground(LOVE_KEYS, ["我", "love", "猫"])
+    with pytest.raises(ValueError, match="有限实数"):
+        w.set_query(float("inf"), 0)
+    with pytest.raises(ValueError, match="两个数"):
+        w.query = [1.0]
+    assert w.query == [0.0, 1.0]                          # 出错时保持原值

@@ -52,3 +52,38 @@ function rangeSlider(model, key, label, min, max, show) {
   }
   return { row, input, out, sync, key };
 }
+
+// 当前是否暗色主题：网站（pydata 主题）看 html[data-theme]；JupyterLab 看 body[data-jp-theme-light]；
+// VS Code 看 body.vscode-dark；都没有时看系统设置 prefers-color-scheme。
+function isDark() {
+  const theme = document.documentElement.getAttribute("data-theme");
+  if (theme === "dark" || theme === "light") return theme === "dark";
+  const body = document.body;
+  const jp = body ? body.getAttribute("data-jp-theme-light") : null;
+  if (jp === "true" || jp === "false") return jp === "false";
+  if (body && body.classList.contains("vscode-dark")) return true;
+  return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+}
+
+// 主题切换时调用 fn（用 JavaScript 上色的部分——热力图格子、画布——要重画）。返回取消监听的函数。
+function onThemeChange(fn) {
+  let last = isDark();
+  const check = () => { const now = isDark(); if (now !== last) { last = now; fn(now); } };
+  const obs = new MutationObserver(check);
+  obs.observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme", "class"] });
+  if (document.body) obs.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "class"] });
+  const mq = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  if (mq && mq.addEventListener) mq.addEventListener("change", check);
+  return () => { obs.disconnect(); if (mq && mq.removeEventListener) mq.removeEventListener("change", check); };
+}
+
+// 让 target 在可横向滚动的盒子 scroller 里露出来（只滚这个盒子，不滚整页）。leftInset：左边固定不动的
+// 那一列（例如粘在左边的行首）的宽度。还没排版时（宽度为 0）返回 false。
+function revealInScroller(scroller, target, leftInset = 0, margin = 8) {
+  if (!scroller || !target || !scroller.clientWidth) return false;
+  const box = scroller.getBoundingClientRect(), r = target.getBoundingClientRect();
+  const left = box.left + leftInset + margin;
+  if (r.left < left) scroller.scrollLeft -= left - r.left;
+  else if (r.right > box.right - margin) scroller.scrollLeft += r.right - (box.right - margin);
+  return true;
+}

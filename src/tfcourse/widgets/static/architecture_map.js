@@ -14,7 +14,7 @@ function render({ model, el }) {
   el.append(root);
   let buttons = new Map();          // id → 方块按钮
   let detail = null, diagram = null, links = null;
-  const resize = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => drawLinks());
+  const resize = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => { drawLinks(); alignDetail(model.get("selected") || ""); });
 
   const blocks = () => model.get("blocks") || [];
   const select = (id) => commit(model, { selected: id });
@@ -125,6 +125,7 @@ function render({ model, el }) {
     }
     const b = list.find((x) => x.id === id);
     detail.replaceChildren();
+    requestAnimationFrame(() => alignDetail(id));
     if (!b) {
       detail.append(h("div", { class: "am-hint", text: "还没有选择：点击图中任一方块。" }));
       return;
@@ -147,6 +148,19 @@ function render({ model, el }) {
       detail.append(h("div", { class: "am-row" }, "模块：", h("code", { "data-testid": "am-name", text: b.name }), where));
     }
     if (hadFocus && !root.contains(document.activeElement)) buttons.get(id)?.focus();
+  }
+
+  // 宽屏（说明面板在图的右边）：把面板移到所选方块的高度。图有一千多像素高，
+  // 面板若一直停在顶上，点底部或顶部的方块时说明可能在窗口外；跟着方块走，点哪里就在哪里看到说明。
+  function alignDetail(id) {
+    if (!detail || !diagram) return;
+    const layout = detail.parentElement;
+    if (!layout || getComputedStyle(layout).display !== "grid") { detail.style.marginTop = ""; return; }
+    const btn = buttons.get(id);
+    if (!btn) { detail.style.marginTop = "0px"; return; }
+    const top = btn.getBoundingClientRect().top - diagram.getBoundingClientRect().top;
+    const room = diagram.offsetHeight - detail.offsetHeight;
+    detail.style.marginTop = `${Math.round(clamp(top - 8, 0, Math.max(room, 0)))}px`;
   }
 
   const rebuild = batched(build);

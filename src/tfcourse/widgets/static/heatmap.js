@@ -1,7 +1,9 @@
 // 可点击的注意力热力图（anywidget 前端）。权重由 Python 算好传进来，这里只负责显示与选择。
-// 不透明的色阶（浅蓝 → 深蓝），文字取黑或白中对比度更高的一种：亮色、暗色主题下都清楚。
-const LOW = [239, 246, 255], HIGH = [30, 64, 175];
-function cellColours(t) {
+// 不透明的色阶，文字取黑或白中对比度更高的一种。亮色主题：浅蓝 → 深蓝（越深越大）；
+// 暗色主题：深灰蓝 → 亮蓝（越亮越大），格子不会在暗色页面上亮成一片白。
+const SCALES = { light: [[239, 246, 255], [30, 64, 175]], dark: [[30, 36, 48], [96, 165, 250]] };
+function cellColours(t, dark) {
+  const [LOW, HIGH] = SCALES[dark ? "dark" : "light"];
   const rgb = LOW.map((c, i) => Math.round(c + (HIGH[i] - c) * clamp(t, 0, 1)));
   const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
   const L = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
@@ -13,8 +15,11 @@ function render({ model, el }) {
   const root = h("div", { class: "tfc-widget tfc-heatmap" });
   el.append(root);
   let focusKey = null; // 最近一次交互的位置：重绘后把键盘焦点放回那里
+  let scroller = null, pending = null;  // 表格的横向滚动盒子；还没排版时等它有了宽度再把选中的格子滚进来
+  const sizer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => { if (pending && pending()) pending = null; });
   function draw() {
     const hadFocus = root.contains(document.activeElement);
+    const dark = isDark();
     const maps = model.get("weights") || [];
     const labels = model.get("labels") || [];
     const qTok = model.get("q_tokens") || [];
@@ -50,8 +55,10 @@ function render({ model, el }) {
 
     const table = h("table", { class: "tfc-grid-table" + (showNumbers ? "" : " tfc-compact"), role: "grid",
       "aria-label": `注意力权重热力图：行是${model.get("query_axis")}，列是${model.get("key_axis")}` });
-    const head = h("tr", {}, h("th", { class: "tfc-axis-label", text: `${model.get("query_axis")} ＼ ${model.get("key_axis")}` }));
-    kTok.forEach((k) => head.append(h("th", { scope: "col", text: k })));
+    // 左上角的轴名不许撑宽行首那一列：文字放进宽度为 0、最小宽度 100% 的盒子里，跟着行首的宽度折行（最多 3 行）。
+    const axes = `${model.get("query_axis")} ＼ ${model.get("key_axis")}`;
+    const head = h("tr", {}, h("th", { class: "tfc-axis-label", title: axes }, h("span", { text: axes })));
+    kTok.forEach((k, j) => head.append(h("th", { scope: "col", class: j === col && row >= 0 ? "tfc-colpicked" : "", "data-col": String(j), text: k })));
     table.append(h("thead", {}, head));
     const body = h("tbody");
     const tooltip = h("div", { class: "tfc-tooltip", "aria-live": "polite", "data-testid": "hover" });
@@ -82,7 +89,7 @@ function render({ model, el }) {
         td.dataset.row = String(i);
         td.dataset.col = String(j);
         if (!off) {
-          const colours = cellColours(t);
+          const colours = cellColours(t, dark);
           td.style.background = colours.background;
           td.style.color = colours.color;
         }
@@ -105,9 +112,11 @@ function render({ model, el }) {
       body.append(tr);
     });
     table.append(body);
-    root.append(h("div", { class: "tfc-scroll" }, table));   // 很长的序列：表格横向滚动，不撑破页面
+    root.append(h("div", { class: "tfc-axes" }, `行 = ${model.get("query_axis")}，列 = ${model.get("key_axis")}`));
+    scroller = h("div", { class: "tfc-scroll", "data-testid": "heatmap-scroll" }, table);
+    root.append(scroller);                                   // 很长的序列：表格在自己的盒子里横向滚动，不撑破页面
     root.append(tooltip);
-    root.append(h("div", { class: "tfc-note", text: `颜色越深权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。` +
+    root.append(h("div", { class: "tfc-note", text: `颜色越${dark ? "亮" : "深"}权重越大（按本图最大权重 ${fmt(maxW)} 归一化）。` +
       (M ? "「×」是被掩码屏蔽的位置：这个查询不许看这个键。" : "") + "点击格子或行首的词；方向键也可以移动。" }));
 
     const detail = h("div", { class: "tfc-detail", "aria-live": "polite" });
@@ -116,7 +125,8 @@ function render({ model, el }) {
       const sum = rowW.reduce((a, b) => a + b, 0);
       const read = h("div", { class: "tfc-readout", "data-testid": "selection" });
       if (col >= 0 && col < rowW.length) {
-        read.append(`选中：查询「${qTok[row]}」→ 键「${kTok[col]}」的权重 = `,
+        const dup = kTok.filter((k) => k === kTok[col]).length > 1;    // 两列同名（如两个 <pad>）：写出第几列
+        read.append(`选中：查询「${qTok[row]}」→ 键「${kTok[col]}」${dup ? `（第 ${col + 1} 列）` : ""}的权重 = `,
           h("strong", { "data-testid": "selected-weight", text: fmt(rowW[col]) }),
           blocked(row, col) ? "（被掩码屏蔽）" : "");
       } else {
@@ -127,8 +137,9 @@ function render({ model, el }) {
       rowW.forEach((w, j) => {
         const fill = h("div", { class: "tfc-bar-fill" });
         fill.style.width = `${Math.max(0, Math.min(1, w / maxW)) * 100}%`;
-        bars.append(h("div", { class: "tfc-bar-row" + (j === col ? " tfc-picked" : ""), role: "listitem" },
-          h("span", { class: "tfc-bar-name", text: kTok[j] }),
+        bars.append(h("div", { class: "tfc-bar-row" + (j === col ? " tfc-picked" : ""), role: "listitem",
+          "aria-current": j === col ? "true" : "false" },
+          h("span", { class: "tfc-bar-name", text: kTok.filter((k) => k === kTok[j]).length > 1 ? `${kTok[j]}·${j + 1}` : kTok[j] }),
           h("div", { class: "tfc-bar-track" }, fill),
           h("span", { class: "tfc-bar-value", text: blocked(row, j) ? `${fmt(w)} ×` : fmt(w) })));
       });
@@ -137,6 +148,14 @@ function render({ model, el }) {
       detail.append(h("div", { class: "tfc-readout", "data-testid": "selection", text: "还没有选择：点击任一格子，查看这个查询对所有键的权重。" }));
     }
     root.append(detail);
+
+    // 选中的格子滚进表格盒子的可见范围（打开时和每次选择后；只滚这个盒子，不滚整页）
+    const picked = row >= 0 ? root.querySelector(col >= 0 ? `td[data-row="${row}"][data-col="${col}"]` : `th[data-row="${row}"]`) : null;
+    if (picked) {
+      const reveal = () => revealInScroller(scroller, picked);
+      pending = reveal() ? null : reveal;
+      if (pending && sizer) sizer.observe(scroller);
+    }
 
     if (focusKey && hadFocus) {
       let target = null;
@@ -153,8 +172,13 @@ function render({ model, el }) {
   const events = ["weights", "mask", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
   const schedule = batched(draw);           // 一次选择会同时改 row 和 col
   for (const name of events) model.on(`change:${name}`, schedule);
+  const stopTheme = onThemeChange(schedule);  // 格子的颜色由这里算：换主题时重画
   draw();
-  return () => { for (const name of events) model.off(`change:${name}`, schedule); };
+  return () => {
+    for (const name of events) model.off(`change:${name}`, schedule);
+    stopTheme();
+    if (sizer) sizer.disconnect();
+  };
 }
 
 export default { render };
