@@ -154,3 +154,14 @@ def test_student_ids_from_file_names_or_regex(tmp_path):
     assert student_ids(files, tmp_path, None) == ["alice", "notes", "bob_20231234_ch07"]
     assert student_ids(files, tmp_path, r"_(?P<id>\d{8})_") == ["alice", "notes", "20231234"]
     assert student_ids(files[:1] * 2, tmp_path, None) == ["alice", "alice-2"]
+
+
+def test_console_command_is_installed_and_documented():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["scripts"]["tfcourse"] == "tfcourse.instructor.cli:main"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for text in ("tfcourse assign ch07 --out dist/", "tfcourse grade ch07 submissions/", "make book STUDENT=1",
+                 "--seed SECRET", "bubblewrap"):
+        assert text in readme, text
