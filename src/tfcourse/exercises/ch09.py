@@ -91,11 +91,11 @@ def _generate_embed(rng) -> tuple[Case, ...]:
 
 def _random_config(rng, **fixed) -> TransformerConfig:
     H = int(rng.choice([1, 2, 4, 8]))
-    V = int(rng.integers(5, 40000))
+    V = int(rng.integers(5, 37001))
     share = bool(rng.integers(2))
-    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 40000)),
-                  d_model=2 * H * int(rng.integers(1, 65)), n_heads=H, n_layers=int(rng.integers(1, 9)),
-                  d_ff=int(rng.integers(4, 4097)), dropout=0.0, max_len=64, share_embeddings=share,
+    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 37001)),
+                  d_model=2 * H * int(rng.integers(1, 33)), n_heads=H, n_layers=int(rng.integers(1, 7)),
+                  d_ff=int(rng.integers(4, 2049)), dropout=0.0, max_len=64, share_embeddings=share,
                   tie_output=bool(rng.integers(2)), norm_first=bool(rng.integers(2)), final_norm=bool(rng.integers(2)))
     values.update(fixed)
     if values["share_embeddings"]:

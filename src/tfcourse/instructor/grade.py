@@ -368,7 +368,14 @@ def grade_class(chapter: str, submissions: pathlib.Path, out: pathlib.Path, seed
         raise InstructorError(f"提交文件夹 {submissions} 里没有文件。")
     ids = student_ids(files, submissions, id_regex)
 
-    cases = {s.id: grading_cases(s.id, seed) for s in ch.exercises}
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)              # 参考实现都是小张量：单线程更快，也不和 --jobs 个学生进程抢核
+    try:
+        cases = {s.id: grading_cases(s.id, seed) for s in ch.exercises}
+    finally:
+        torch.set_num_threads(threads)
     job = {"exercises": {s.id: {"function": s.function, "cases": [c.args for c in cases[s.id]]}
                          for s in ch.exercises}}
     job_bytes = pickle.dumps(job)
