@@ -12,8 +12,9 @@ import torch
 
 from tfcourse.exercises import EXERCISES, check
 from tfcourse.instructor import cli
+from tfcourse.instructor import InstructorError
 from tfcourse.instructor.chapters import (cell_source, chapters_with_exercises, is_solution, load_chapter,
-                                          solution_lines)
+                                          solution_lines, student_notebook)
 from tfcourse.instructor.grade import exercise_rng, explain, grading_cases, student_ids, submission_files
 from tfcourse.instructor.runner import definitions
 
@@ -76,6 +77,16 @@ def test_assign_writes_student_solved_and_manifest(key, tmp_path):
         tree = ast.parse(cell)
         assert s.function in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert "NotImplementedError" not in cell and (s.solution_function not in cell)
+
+
+def test_student_notebook_must_not_depend_on_solution_cells():
+    ch = load_chapter("ch03", ROOT / "book")
+    sol = ch.exercises[0].solution_cell
+    ch.notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                 "source": f"print({ch.exercises[0].solution_function}(1, 2, 3, 4))"})
+    assert ch.notebook["cells"][sol]["metadata"]["tags"].count("solution") == 1
+    with pytest.raises(InstructorError, match="去掉参考答案后就跑不通了"):
+        student_notebook(ch)
 
 
 def test_assign_without_chapter_or_exercises_says_so_in_chinese(tmp_path, capsys):

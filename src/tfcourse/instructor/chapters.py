@@ -175,8 +175,33 @@ def _clear(cell: dict) -> dict:
     return cell
 
 
+def solution_dependencies(ch: Chapter) -> list[str]:
+    """去掉答案单元后会断的地方：后面的单元用到了只在答案单元里赋值或定义的名字。返回 ["单元 i 用到 x", …]。"""
+    in_solution, elsewhere, found = set(), set(), []
+    for i, cell in enumerate(ch.notebook.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        tree = parse_cell(cell_source(cell))
+        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        if is_solution(cell):
+            in_solution |= stored
+            continue
+        loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        found += [f"单元 {i} 用到 {name}" for name in sorted((loaded & in_solution) - elsewhere)]
+        elsewhere |= stored
+    return found
+
+
 def student_notebook(ch: Chapter) -> dict:
-    """去掉所有参考答案单元、清除输出；其余（Colab 单元、正文、学生用的 check 单元）原样保留。"""
+    """去掉所有参考答案单元、清除输出；其余（Colab 单元、正文、学生用的 check 单元）原样保留。
+
+    去掉答案后笔记本必须还能从头运行到尾：后面的单元若用到只在答案单元里定义的名字，就报错。
+    """
+    broken = solution_dependencies(ch)
+    if broken:
+        raise InstructorError(f"{ch.filename} 去掉参考答案后就跑不通了（{'；'.join(broken)}）："
+                              "请把这些名字移到答案单元之外。")
     nb = copy.deepcopy(ch.notebook)
     nb["cells"] = [_clear(c) for c in nb.get("cells", []) if not is_solution(c)]
     nb.get("metadata", {}).pop("widgets", None)
