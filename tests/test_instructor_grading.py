@@ -1,7 +1,7 @@
 """真正运行提交的评分测试：每章答案卷满分、空白卷零分；一个合成的班级用两个种子评分，得分完全相同；
 学生版网站里没有参考答案。
 
-每份提交在新进程里运行（有 bubblewrap 时关在沙箱里）；超时默认 60 秒，机器很忙时可用环境变量
+每份提交在新进程里运行（有 bubblewrap 时关在沙箱里）；超时默认 40 秒，机器很忙时可用环境变量
 TFCOURSE_TEST_TIMEOUT 调大。
 """
 import csv
@@ -21,7 +21,7 @@ from tfcourse.instructor.grade import grade_class, summary
 from tfcourse.instructor.sandbox import detect
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TIMEOUT = float(os.environ.get("TFCOURSE_TEST_TIMEOUT", "60"))
+TIMEOUT = float(os.environ.get("TFCOURSE_TEST_TIMEOUT", "40"))
 
 
 def _rows(out: pathlib.Path) -> dict[str, dict]:

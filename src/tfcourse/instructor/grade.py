@@ -423,11 +423,11 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult) -> str:
         lines.append(f"- 得分：{_fmt(r.earned)} / {_fmt(r.points)}（{r.status}）")
         if r.n_public + r.n_hidden and r.status not in ("未找到函数", "超时", "未运行"):
             lines.append(f"- 公开用例通过 {r.passed_public}/{r.n_public}，隐藏用例通过 {r.passed_hidden}/{r.n_hidden}")
-        shown = r.problems if r.status != "未作答" else r.problems[:1]
+        shown = _distinct(r.problems) if r.status != "未作答" else r.problems[:1]
         for p in shown[:MAX_LISTED_FAILURES]:
             lines.append(f"- {p}")
-        if len(shown) > MAX_LISTED_FAILURES:
-            lines.append(f"- ……另有 {len(shown) - MAX_LISTED_FAILURES} 个用例没有通过")
+        if len(r.problems) > len(shown[:MAX_LISTED_FAILURES]) and r.status != "未作答":
+            lines.append(f"- ……共有 {len(r.problems)} 个用例没有通过")
         lines.append("")
     if row.cell_problems:
         lines += ["## 运行笔记本时遇到的问题", "",
@@ -436,11 +436,22 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult) -> str:
     return "\n".join(lines)
 
 
+def _distinct(problems: list[str]) -> list[str]:
+    """同一种错误只列第一次出现的用例（"用例 …（…）：错在哪里"按"错在哪里"去重）。"""
+    seen, keep = set(), []
+    for p in problems:
+        what = p.split("）：", 1)[-1]
+        if what not in seen:
+            seen.add(what)
+            keep.append(p)
+    return keep
+
+
 def gradescope_json(row: SubmissionResult) -> dict:
     tests = []
     for r in row.exercises:
         output = [f"{r.status}：公开用例 {r.passed_public}/{r.n_public}，隐藏用例 {r.passed_hidden}/{r.n_hidden}"]
-        output += r.problems[:MAX_LISTED_FAILURES]
+        output += _distinct(r.problems)[:MAX_LISTED_FAILURES]
         tests.append({"name": f"{r.id}：{r.title}", "score": r.earned, "max_score": r.points,
                       "output": "\n".join(output), "visibility": "visible"})
     return {"score": row.score, "max_score": row.max_score, "tests": tests,
