@@ -9,11 +9,11 @@ SHELL  := /bin/bash
 JCACHE := _build/.jupyter_cache
 JOBS   ?= 2
 
-.PHONY: help install book student-book test unit nbval browser clean vendor
+.PHONY: help install book student-book test unit numerics nbval browser clean vendor
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
-	@echo "make test   单元测试 + nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
+	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
 	@echo "make clean  删除构建产物（保留 .venv）"
 
@@ -61,6 +61,15 @@ endif
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
 
+# 对浮点舍入敏感的测试（标记 numerics）在 torch 的另外两条 CPU 代码路径上再跑一遍：
+# AVX2 内核（在 AVX-512 机器上就是另一条路径）和不向量化的 default 内核。
+CPU_PATHS ?= avx2 default
+numerics: $(STAMP)
+	@for cap in $(CPU_PATHS); do \
+	  echo "ATEN_CPU_CAPABILITY=$$cap"; \
+	  ATEN_CPU_CAPABILITY=$$cap $(BIN)/pytest -q -n $(JOBS) tests -m "numerics and not browser" || exit 1; \
+	done
+
 # nbval 逐格执行每一章；执行结果同时存进 jupyter-cache，随后的网站构建直接复用（每章只执行一次）。
 # 章节一章接一章地执行、不和别的测试并行：每章独占两个核，和"2 核上 60/180 秒"的预算条件一致，
 # 章末打印的运行时间（浏览器测试会检查它）才有意义。
@@ -80,6 +89,7 @@ test: $(STAMP) _build/.src-hash
 	tools/system-deps.sh fonts browser
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
+	$(MAKE) numerics
 	TFCOURSE_STRICT_FONTS=1 $(NBVAL) book/p*/
 	$(FRESH)
 	$(MAKE) book

@@ -5,6 +5,8 @@ import torch
 from tfcourse.decode import beam_search, greedy_decode, length_penalty
 from tfcourse.model import TINY, Transformer
 
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+
 BOS, EOS, PAD = 1, 2, 0
 
 
@@ -72,7 +74,11 @@ def test_outputs_stop_at_eos_and_pad_afterwards(model, src):
                 assert all(t == PAD for t in row[row.index(EOS) + 1:])
 
 
-def test_a_model_that_learned_to_copy_decodes_exactly():
+def test_a_model_that_learned_to_copy_decodes_what_it_learned():
+    """训练 600 步学会复制后，贪心与束搜索都能复制出留出的序列。
+
+    只断言稳健的性质（一大批留出序列上的复制正确率有余量），不断言浮点训练的确切结果：
+    不同 CPU 上训练出的权重差在最后几位，个别样本可能不同。"""
     torch.manual_seed(2)
     m = Transformer(TINY)
     opt = torch.optim.Adam(m.parameters(), lr=3e-3)
@@ -84,10 +90,14 @@ def test_a_model_that_learned_to_copy_decodes_exactly():
         opt.zero_grad()
         loss.backward()
         opt.step()
-    s = torch.randint(3, 16, (16, 5), generator=g)
-    want = torch.cat([s, torch.full((16, 1), EOS)], 1)
-    assert torch.equal(greedy_decode(m, s, BOS, EOS, max_len=8), want)
-    assert torch.equal(beam_search(m, s, BOS, EOS, beam_size=3, max_len=8), want)
+    s = torch.randint(3, 16, (128, 5), generator=g)
+    want = torch.cat([s, torch.full((128, 1), EOS)], 1)
+    greedy = greedy_decode(m, s, BOS, EOS, max_len=8)
+    beam = beam_search(m, s, BOS, EOS, beam_size=3, max_len=8)
+    greedy_rate = (greedy == want).all(dim=1).float().mean().item()
+    beam_rate = (beam == want).all(dim=1).float().mean().item()
+    assert greedy_rate >= 0.9, greedy_rate                       # 本机 600 步后是 100%：留足余量
+    assert beam_rate >= 0.9, beam_rate
     assert m.training                                            # 解码后恢复原来的模式
 
 

@@ -94,6 +94,51 @@ def test_widget_cells_are_not_compared_by_nbval(chapter):
             assert "nbval-ignore-output" in c["metadata"].get("tags", []), src[:80]
 
 
+HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+
+
+def _visible_code(chapter):
+    """读者在网页上直接看到源码的代码单元（没有折叠、没有移除）。"""
+    for i, c in enumerate(_cells(chapter)):
+        if c["cell_type"] == "code" and not HIDDEN & set(c["metadata"].get("tags", [])):
+            yield i, _src(c)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_visible_code_fits_the_code_box(chapter):
+    """看得见的代码每行 ≤ 80 列（网页的代码框显示 78–80 列，更宽的行右边的注释会被截掉）。"""
+    wide = [f"单元 {i}：{line[:60]}…（{len(line)} 列）"
+            for i, src in _visible_code(chapter) for line in src.splitlines() if len(line) > 80]
+    assert not wide, f"{chapter} 有 {len(wide)} 行看得见的代码超过 80 列：\n" + "\n".join(wide[:10])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_checks_are_folded_out_of_the_lesson(chapter):
+    """看得见的单元里最多 2 行 assert；只为核对而存在的代码放进折叠的核对单元（# 核对：… + ok(…)）。"""
+    crowded = [(i, n) for i, src in _visible_code(chapter)
+               if (n := sum(line.lstrip().startswith("assert") for line in src.splitlines())) > 2]
+    assert not crowded, f"{chapter}：这些看得见的单元有超过 2 行 assert（单元序号, 行数）：{crowded}"
+    for i, c in enumerate(_cells(chapter)):
+        src = _src(c)
+        if c["cell_type"] == "code" and src.lstrip().startswith("# 核对"):
+            assert "hide-input" in c["metadata"].get("tags", []), f"{chapter} 单元 {i}：核对单元要折叠"
+            assert c["metadata"].get("jupyter", {}).get("source_hidden") is True, f"{chapter} 单元 {i}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_generated_sentences_and_listings_show_no_code(chapter):
+    """生成句子（say / display(Markdown(…))）与包源码展示（show_source）的单元只显示结果，不显示代码。"""
+    for i, c in enumerate(_cells(chapter)):
+        src = _src(c)
+        if c["cell_type"] != "code":
+            continue
+        assert "inspect.getsource" not in src, f"{chapter} 单元 {i}：用 tfcourse.notebook.show_source 展示源码"
+        if re.search(r"^\s*(say|show_source|display\(Markdown)\(", src, re.M):
+            tags = set(c["metadata"].get("tags", []))
+            assert tags & {"remove-input", "hide-input", "remove-cell"}, (
+                f"{chapter} 单元 {i}：生成句子或展示源码的单元要加标签 remove-input：{src[:80]}")
+
+
 def _run_colab_cell(monkeypatch, in_colab: bool) -> list:
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))

@@ -5,6 +5,8 @@ import torch
 
 from tfcourse import positional
 
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+
 
 def test_formula_by_hand():
     pe = positional.sinusoidal_positional_encoding(50, 8)
