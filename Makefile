@@ -9,11 +9,12 @@ SHELL  := /bin/bash
 JCACHE := _build/.jupyter_cache
 JOBS   ?= 2
 
-.PHONY: help install book test unit numerics nbval browser clean vendor
+.PHONY: help install book student-book test unit numerics nbval browser clean vendor
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
 	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
+	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
 	@echo "make clean  删除构建产物（保留 .venv）"
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -34,12 +35,28 @@ _build/.src-hash: FORCE
 	if [ "$$(cat $@ 2>/dev/null)" != "$$h" ]; then rm -rf $(JCACHE) _build/.doctrees; echo $$h > $@; fi
 FORCE:
 
+# 学生版网站：每章换成 tfcourse assign 的学生版笔记本（去掉参考答案单元），另起一份源文件与执行缓存，
+# 构建完检查网页与可下载的源文件里没有一行参考答案。默认的 make book 仍是自学版（答案折叠）。
+STUDENT_SRC  := _build/student
+STUDENT_HTML := $(STUDENT_SRC)/_build/html
+
+student-book: $(STAMP)
+	tools/system-deps.sh fonts
+	$(BIN)/python tools/student_book.py prepare $(STUDENT_SRC)
+	TFCOURSE_STRICT_FONTS=1 $(BIN)/jupyter-book build $(STUDENT_SRC) --builder html -W -n --keep-going
+	$(BIN)/python tools/student_book.py scan $(STUDENT_HTML)
+	@echo "学生版网站已生成：$(STUDENT_HTML)/index.html"
+
+ifeq ($(STUDENT),1)
+book: student-book
+else
 book: $(STAMP) _build/.src-hash
 	tools/system-deps.sh fonts
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(BIN)/jupyter-book build . --builder html -W -n --keep-going 2>&1 | tee _build/book.log; \
 	  test $${PIPESTATUS[0]} -eq 0
 	@echo "网站已生成：$(HTML)/index.html"
+endif
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"

@@ -33,6 +33,37 @@ def _cases_softmax() -> tuple[Case, ...]:
     )
 
 
+def _generate_rnn(rng: np.random.Generator) -> tuple[Case, ...]:
+    """隐藏用例：每个种子都有同样几类（只有 1 步、|W_hh| < 1、W_hh > 1 的长序列、负的 W_hh、开头一个脉冲），数值随机。"""
+    def seq(n):
+        return rng.normal(size=n).round(3).tolist()
+
+    return (
+        Case((seq(1), float(rng.uniform(-1.5, 1.5)), float(rng.uniform(-2, 2))), "只有 1 个时间步"),
+        Case((seq(int(rng.integers(5, 20))), float(rng.uniform(-0.9, 0.9)), float(rng.uniform(-2, 2))),
+             "随机序列，|W_hh| < 1"),
+        Case(([1.0] + [0.0] * int(rng.integers(30, 60)), float(rng.uniform(1.05, 1.5)), float(rng.uniform(0.2, 1))),
+             "W_hh > 1 的长序列，只有开头一个脉冲"),
+        Case((seq(int(rng.integers(3, 10))), float(rng.uniform(-1.5, -0.5)), float(rng.uniform(-2, 2))),
+             "负的 W_hh"),
+        Case((seq(int(rng.integers(10, 30))), float(rng.uniform(-1.5, 1.5)), float(rng.uniform(-3, 3))),
+             "随机的长序列"),
+    )
+
+
+def _generate_softmax(rng: np.random.Generator) -> tuple[Case, ...]:
+    """隐藏用例：一维、打分全相等、很大的打分、很小的打分、二维、三维（沿最后一维）。"""
+    n = int(rng.integers(2, 9))
+    return (
+        Case((rng.normal(size=n),), "一维随机打分"),
+        Case((np.full(n, float(rng.normal())),), "打分全相等"),
+        Case((rng.normal(size=n) + float(rng.uniform(500, 5000)),), "很大的打分（朴素写法会溢出）"),
+        Case((rng.normal(size=n) - float(rng.uniform(800, 5000)),), "很小的打分（朴素写法会得到 0/0）"),
+        Case((rng.normal(size=(int(rng.integers(2, 6)), n)) * 5,), "二维输入，按每一行归一化"),
+        Case((rng.normal(size=(2, int(rng.integers(2, 5)), n)),), "三维输入，按最后一维归一化"),
+    )
+
+
 def _rnn_reference(seq, w_hh, w_xh):
     return rnn.rnn_forward(seq, w_hh, w_xh)[-1]
 
@@ -41,9 +72,11 @@ register("ch01.rnn_final_state", Exercise(
     title="实现标量 RNN，返回最后一步的隐藏状态",
     reference=_rnn_reference,
     cases=_cases_rnn(),
+    generate=_generate_rnn,
 ))
 register("ch01.softmax", Exercise(
     title="实现数值稳定的 softmax（沿最后一维）",
     reference=attention.softmax,
     cases=_cases_softmax(),
+    generate=_generate_softmax,
 ))

@@ -62,13 +62,47 @@ def _cases_scores() -> tuple[Case, ...]:
     )
 
 
+def _generate_self_attention(rng: np.random.Generator) -> tuple[Case, ...]:
+    """隐藏用例：T = 1、d_k ≠ d_model、d_v ≠ d_k、很大的输入、随机的方阵投影。"""
+    def dims():
+        return int(rng.integers(2, 8)), int(rng.integers(2, 9))      # T, d_model
+
+    T, d = dims()
+    d_k, d_v = int(rng.integers(1, d + 3)), int(rng.integers(1, 6))
+    T2, d2 = dims()
+    T3, d3 = dims()
+    return (
+        Case((rng.normal(size=(1, d)), *rng.normal(size=(3, d, d))), "只有 1 个词（T = 1）"),
+        Case((rng.normal(size=(T, d)), rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k)),
+              rng.normal(size=(d, d_k))), "投影不是方阵：d_k 与 d_model 不同"),
+        Case((rng.normal(size=(T, d)), rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k)),
+              rng.normal(size=(d, d_v))), "W_v 的列数 d_v 与 d_k 不同"),
+        Case((rng.normal(size=(T2, d2)) * float(rng.uniform(20, 40)), *rng.normal(size=(3, d2, d2))),
+             "很大的输入：打分上千（朴素的 softmax 会溢出）"),
+        Case((rng.normal(size=(T3, d3)), *rng.normal(size=(3, d3, d3))), "随机的输入与方阵投影"),
+    )
+
+
+def _generate_scores(rng: np.random.Generator) -> tuple[Case, ...]:
+    """隐藏用例：T ≠ S、只有 1 个查询、d_k = 1、随机。"""
+    T, S, d = (int(x) for x in rng.integers(2, 9, size=3))
+    return (
+        Case((rng.normal(size=(T, d)), rng.normal(size=(S + 1, d))), "查询与键的个数不同（T ≠ S）"),
+        Case((rng.normal(size=(1, d * 2)), rng.normal(size=(S, d * 2))), "只有 1 个查询"),
+        Case((rng.normal(size=(T, 1)), rng.normal(size=(S, 1))), "d_k = 1"),
+        Case((rng.normal(size=(T, d)) * 10, rng.normal(size=(T, d)) * 10), "随机的方阵打分，数值较大"),
+    )
+
+
 register("ch02.self_attention", Exercise(
     title="从 X 和 W_q、W_k、W_v 算出自注意力的输出与权重",
     reference=self_attention_reference,
     cases=_cases_self_attention(),
+    generate=_generate_self_attention,
 ))
 register("ch02.attention_scores", Exercise(
     title="缩放后的注意力打分 Q Kᵀ / √d_k",
     reference=attention_scores_reference,
     cases=_cases_scores(),
+    generate=_generate_scores,
 ))

@@ -55,13 +55,57 @@ def _cases_mha_forward() -> tuple[Case, ...]:
     )
 
 
+def _torch_gen(rng) -> torch.Generator:
+    return torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+
+
+def _random_shape(rng, n_heads=None):
+    H = int(rng.integers(1, 5)) if n_heads is None else n_heads
+    return int(rng.integers(1, 4)), int(rng.integers(1, 7)), H * int(rng.integers(1, 4)), H   # B, T, C, H
+
+
+def _generate_split_heads(rng) -> tuple[Case, ...]:
+    """隐藏用例：随机形状、H = 1、T = 1、H = C（每个头 D = 1）。"""
+    gen = _torch_gen(rng)
+    B, T, C, H = _random_shape(rng)
+    B2, T2, C2, _ = _random_shape(rng, n_heads=1)
+    H3 = int(rng.integers(2, 6))
+    return (
+        Case((_randn(gen, B, T, C), H), "随机的 (B, T, C) 与 H"),
+        Case((_randn(gen, B2, T2, C2), 1), "H = 1：只有一个头"),
+        Case((_randn(gen, B, 1, C), H), "T = 1：只有一个位置"),
+        Case((_randn(gen, B, T, H3), H3), "H = C：每个头只分到 D = 1 维"),
+    )
+
+
+def _generate_mha_forward(rng) -> tuple[Case, ...]:
+    """隐藏用例：随机形状、H = 1、T = 1、H = C。"""
+    gen = _torch_gen(rng)
+
+    def case(B, T, C, H, description):
+        weights = tuple(_randn(gen, C, C, scale=C ** -0.5) for _ in range(4))
+        return Case((_randn(gen, B, T, C), *weights, H), description)
+
+    B, T, C, H = _random_shape(rng)
+    H4 = int(rng.integers(2, 5))
+    return (
+        case(B, T, C, H, "随机的 (B, T, C) 与 H"),
+        case(B, T, C, 1, "H = 1：单头注意力，前后各加投影"),
+        case(B, 1, 2 * H4, H4, "T = 1：只有一个位置"),
+        case(B, T, H4, H4, "H = C：每个头只分到 D = 1 维"),
+        case(*_random_shape(rng, n_heads=int(rng.integers(2, 5))), "随机的多头"),
+    )
+
+
 register("ch04.split_heads", Exercise(
     title="把 (B, T, C) 拆成 H 个头：(B, H, T, D)，D = C / H",
     reference=_split_heads_reference,
     cases=_cases_split_heads(),
+    generate=_generate_split_heads,
 ))
 register("ch04.mha_forward", Exercise(
     title="用普通矩阵写出多头自注意力：返回 (输出 (B, T, C), 每个头的权重 (B, H, T, T))",
     reference=_mha_forward_reference,
     cases=_cases_mha_forward(),
+    generate=_generate_mha_forward,
 ))

@@ -57,10 +57,68 @@ def _cases_count() -> tuple[Case, ...]:
     )
 
 
+def _torch_gen(rng) -> torch.Generator:
+    return torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+
+
+def _generate_layer_norm(rng) -> tuple[Case, ...]:
+    """隐藏用例：γ = 1 β = 0、随机 γ β、较大的 eps、方差为 0 的 token、C = 2、二维输入、均值很大起伏很小。"""
+    gen = _torch_gen(rng)
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift
+
+    def affine(C):
+        return randn(C, scale=0.5, shift=1.0), randn(C, scale=0.5)
+
+    B, T, C = int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.integers(3, 17))
+    constant = randn(B, T, C)
+    constant[int(rng.integers(B)), int(rng.integers(T))] = float(rng.normal() * 3)
+    return (
+        Case((randn(B, T, C, scale=2.0, shift=1.0), torch.ones(C, dtype=torch.float64),
+              torch.zeros(C, dtype=torch.float64), 1e-5), "γ = 1、β = 0（nn.LayerNorm 的初始值）"),
+        Case((randn(B, T, C), *affine(C), 1e-5), "随机的 γ、β"),
+        Case((randn(B, T, C, scale=0.3), *affine(C), float(rng.uniform(0.1, 1.0))),
+             "较大的 eps：eps 放在根号里还是根号外，结果差很多"),
+        Case((constant, *affine(C), 1e-5), "有一个 token 的特征全相等（方差为 0）"),
+        Case((randn(B, T, 2), *affine(2), 1e-5), "C = 2：有偏方差与无偏方差差一倍"),
+        Case((randn(T + 1, C, scale=3.0), *affine(C), 1e-5), "二维输入 (T, C)"),
+        Case((randn(B, T, C, scale=0.01, shift=float(rng.uniform(500, 2000))), *affine(C), 1e-5),
+             "均值很大、起伏很小的特征"),
+    )
+
+
+def _random_config(rng, **fixed) -> TransformerConfig:
+    H = int(rng.integers(1, 5))
+    V = int(rng.integers(5, 60))
+    share = bool(rng.integers(2))
+    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 60)),
+                  d_model=2 * H * int(rng.integers(1, 5)), n_heads=H, n_layers=int(rng.integers(1, 4)),
+                  d_ff=int(rng.integers(4, 65)), dropout=0.0, max_len=16, share_embeddings=share,
+                  tie_output=bool(rng.integers(2)), norm_first=bool(rng.integers(2)), final_norm=bool(rng.integers(2)))
+    values.update(fixed)
+    if values["share_embeddings"]:
+        values["tgt_vocab_size"] = values["src_vocab_size"]
+    return TransformerConfig(**values)
+
+
+def _generate_count(rng) -> tuple[Case, ...]:
+    """隐藏用例：共享 + 绑定、两张表 + 绑定、两张表不绑定、共享不绑定、去掉末尾 LayerNorm、随机配置。"""
+    return (
+        Case((_random_config(rng, share_embeddings=True, tie_output=True),), "共享词表、输出层绑定"),
+        Case((_random_config(rng, share_embeddings=False, tie_output=True),), "源、目标各一张表，输出层绑定"),
+        Case((_random_config(rng, share_embeddings=False, tie_output=False),), "两张表，输出层不绑定（有自己的权重和偏置）"),
+        Case((_random_config(rng, share_embeddings=True, tie_output=False),), "共享词表，但输出层不绑定"),
+        Case((_random_config(rng, final_norm=False),), "去掉两个末尾 LayerNorm"),
+        Case((_random_config(rng),), "随机配置"),
+    )
+
+
 register("ch06.layer_norm", Exercise(
     title="手写 LayerNorm：沿最后一维归一化，再乘 γ、加 β",
     reference=_layer_norm_reference,
     cases=_cases_layer_norm(),
+    generate=_generate_layer_norm,
 ))
 register("ch06.count_parameters", Exercise(
     title="按公式数出一个 TransformerConfig 的参数个数（不造模型）",
@@ -68,4 +126,5 @@ register("ch06.count_parameters", Exercise(
     cases=_cases_count(),
     atol=0.5,           # 参数个数是整数：差 1 个也算错
     rtol=0.0,
+    generate=_generate_count,
 ))

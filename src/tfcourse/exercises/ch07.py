@@ -75,13 +75,66 @@ def _cases_encoder_layer() -> tuple[Case, ...]:
     )
 
 
+def _torch_gen(rng) -> torch.Generator:
+    return torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+
+
+def _right_padded(gen, lengths, S, pad_id, low=1, high=20):
+    ids = torch.randint(low, high, (len(lengths), S), generator=gen)
+    ids[ids == pad_id] = pad_id + 1
+    ids[torch.arange(S)[None, :] >= torch.as_tensor(lengths)[:, None]] = pad_id
+    return ids
+
+
+def _generate_padding_mask(rng) -> tuple[Case, ...]:
+    """隐藏用例：右侧补 0、没有填充、pad_id 不是 0（0 是真实的词）、B = 1 且 S = 1、有一句全是填充。"""
+    gen = _torch_gen(rng)
+    B, S = int(rng.integers(2, 6)), int(rng.integers(2, 10))
+    lengths = [S] + [int(x) for x in rng.integers(1, S + 1, size=B - 1)]
+    pad = int(rng.integers(2, 9))
+    with_pad_id = _right_padded(gen, lengths, S, pad, low=0, high=12)
+    empty = _right_padded(gen, [0] + lengths[1:], S, 0)
+    return (
+        Case((_right_padded(gen, lengths, S, 0), 0), "右侧补 pad_id = 0"),
+        Case((_right_padded(gen, [S] * B, S, 0), 0), "没有填充"),
+        Case((with_pad_id, pad), "pad_id 不是 0：0 是真实的词"),
+        Case((torch.tensor([[int(rng.integers(1, 20))]]), 0), "B = 1、S = 1"),
+        Case((empty, 0), "有一句全是填充"),
+    )
+
+
+def _generate_encoder_layer(rng) -> tuple[Case, ...]:
+    """隐藏用例：不加掩码、填充掩码、B = 1、S = 1、随机形状。"""
+    gen = _torch_gen(rng)
+
+    def case(B, S, H, lengths, description):
+        C = H * int(rng.integers(1, 5))
+        x = torch.randn(B, S, C, generator=gen, dtype=torch.float64)
+        mask = None if lengths is None else attention.padding_mask(torch.tensor(lengths), max_len=S)
+        return Case((x, mask, *_sublayers(gen, C, H, int(rng.integers(2, 4)) * C)), description)
+
+    def r(a, b):
+        return int(rng.integers(a, b))
+
+    B, S = r(2, 4), r(2, 7)
+    return (
+        case(B, S, r(1, 4), None, "不加掩码"),
+        case(B, S, r(1, 4), [S] + [r(1, S + 1) for _ in range(B - 1)], "填充掩码 (B, 1, S)"),
+        case(1, S, r(1, 4), None, "B = 1"),
+        case(B, 1, r(1, 3), [1] * B, "S = 1：只有一个位置"),
+        case(r(1, 4), r(2, 8), r(2, 5), None, "随机形状，多个头"),
+    )
+
+
 register("ch07.padding_mask", Exercise(
     title="由 (B, S) 的词编号造填充掩码 (B, 1, S)：True 表示真实的词",
     reference=_padding_mask_reference,
     cases=_cases_padding_mask(),
+    generate=_generate_padding_mask,
 ))
 register("ch07.encoder_layer_forward", Exercise(
     title="给定子层，写出 post-LN 编码器层的前向：h = LN(x + Attn(x))，再 LN(h + FFN(h))",
     reference=_encoder_layer_reference,
     cases=_cases_encoder_layer(),
+    generate=_generate_encoder_layer,
 ))

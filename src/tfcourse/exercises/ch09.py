@@ -65,10 +65,61 @@ def _cases_count() -> tuple[Case, ...]:
     )
 
 
+def _generate_embed(rng) -> tuple[Case, ...]:
+    """隐藏用例：随机形状、句长等于位置编码表长、B = 1、L = 1、末尾有填充。"""
+    gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+
+    def case(B, L, V, C, max_len, description, pad_tail=0):
+        weight = torch.randn(V, C, generator=gen) * C ** -0.5
+        ids = torch.randint(0, V, (B, L), generator=gen)
+        if pad_tail:
+            ids[-1, -pad_tail:] = 0
+        return Case((ids, weight, sinusoidal_positional_encoding(max_len, C)), description)
+
+    def r(a, b):
+        return int(rng.integers(a, b))
+
+    L = r(2, 9)
+    return (
+        case(r(2, 5), L, r(5, 30), 2 * r(1, 9), L + r(1, 20), "随机的 (B, L)、词表与 C"),
+        case(r(2, 5), L, r(5, 30), 2 * r(1, 9), L, "句长正好等于位置编码表的长度"),
+        case(1, L + r(1, 4), r(5, 30), 2 * r(1, 9), 32, "B = 1：位置编码要按句长截取，不是按批大小"),
+        case(r(2, 6), 1, r(5, 30), 2 * r(1, 9), r(1, 10), "L = 1：只有一个位置"),
+        case(r(2, 5), L, r(5, 30), 2 * r(4, 17), 64, "最后一句末尾有填充 id 0", pad_tail=r(1, L)),
+    )
+
+
+def _random_config(rng, **fixed) -> TransformerConfig:
+    H = int(rng.choice([1, 2, 4, 8]))
+    V = int(rng.integers(5, 37001))
+    share = bool(rng.integers(2))
+    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 37001)),
+                  d_model=2 * H * int(rng.integers(1, 33)), n_heads=H, n_layers=int(rng.integers(1, 7)),
+                  d_ff=int(rng.integers(4, 2049)), dropout=0.0, max_len=64, share_embeddings=share,
+                  tie_output=bool(rng.integers(2)), norm_first=bool(rng.integers(2)), final_norm=bool(rng.integers(2)))
+    values.update(fixed)
+    if values["share_embeddings"]:
+        values["tgt_vocab_size"] = values["src_vocab_size"]
+    return TransformerConfig(**values)
+
+
+def _generate_count(rng) -> tuple[Case, ...]:
+    """隐藏用例：共享 + 绑定、两张表 + 绑定、不绑定、没有末尾 LayerNorm、pre-LN、随机的大配置。"""
+    return (
+        Case((_random_config(rng, share_embeddings=True, tie_output=True),), "共享词表、输出层绑定"),
+        Case((_random_config(rng, share_embeddings=False, tie_output=True),), "源、目标各一张表，输出层绑定"),
+        Case((_random_config(rng, tie_output=False),), "输出层不绑定：自己的权重，还多一组偏置"),
+        Case((_random_config(rng, final_norm=False),), "没有栈末尾的 LayerNorm"),
+        Case((_random_config(rng, norm_first=True),), "pre-LN"),
+        Case((_random_config(rng),), "随机配置"),
+    )
+
+
 register("ch09.embed", Exercise(
     title="嵌入：ids (B, L) → 查表 × √d_model + 位置编码 PE[:L]，得到 (B, L, C)",
     reference=_embed_reference,
     cases=_cases_embed(),
+    generate=_generate_embed,
 ))
 register("ch09.count_parameters", Exercise(
     title="不建模型，按配置数出 Transformer 的参数个数（绑定、共享的张量只算一次）",
@@ -76,4 +127,5 @@ register("ch09.count_parameters", Exercise(
     cases=_cases_count(),
     atol=0.5,
     rtol=0.0,      # 参数个数必须一个不差：默认的相对误差 1e-5 在 6300 万上会放过几百个参数的错
+    generate=_generate_count,
 ))

@@ -33,6 +33,29 @@ def _cases_label_smoothing() -> tuple[Case, ...]:
     )
 
 
+def _generate_label_smoothing(rng) -> tuple[Case, ...]:
+    """隐藏用例：ε = 0、(N, V)、(B, T, V) 带填充、ε = 0 带填充、ε = 1、很大的 logits（float32）。"""
+    g = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+    N, V = int(rng.integers(2, 10)), int(rng.integers(3, 12))
+    logits_2d = torch.randn(N, V, generator=g, dtype=torch.float64)
+    target_2d = torch.randint(0, V, (N,), generator=g)
+    target_2d[0] = 0                                        # 类别 0 是真答案：只忽略 ignore_index
+    B, T, V3 = int(rng.integers(2, 5)), int(rng.integers(2, 9)), int(rng.integers(4, 20))
+    logits_3d = torch.randn(B, T, V3, generator=g, dtype=torch.float64)
+    target_3d = torch.randint(3, V3, (B, T), generator=g)
+    target_3d[1, int(rng.integers(1, T)):] = PAD_ID                                   # 第 2 句右侧补齐
+    big = float(rng.uniform(50, 120)) * torch.randn(N, V, generator=g)
+    eps = float(rng.uniform(0.05, 0.4))
+    return (
+        Case((logits_2d, target_2d, 0.0, -100), "ε = 0：普通的交叉熵"),
+        Case((logits_2d, target_2d, eps, -100), "0 < ε < 1，(N, V) 的 logits"),
+        Case((logits_3d, target_3d, eps, PAD_ID), "(B, T, V) 的 logits，填充位置不计入"),
+        Case((logits_3d, target_3d, 0.0, PAD_ID), "ε = 0，带填充：平均只在真 token 上取"),
+        Case((logits_3d, target_3d, 1.0, PAD_ID), "ε = 1：目标完全是均匀分布"),
+        Case((big, target_2d, eps, -100), "很大的 logits（float32）"),
+    )
+
+
 def _reference_label_smoothing(logits, target, smoothing, ignore_index):
     return label_smoothed_cross_entropy(logits, target, smoothing, ignore_index)
 
@@ -41,6 +64,7 @@ register("ch10.label_smoothed_ce", Exercise(
     title="实现带标签平滑的交叉熵（忽略填充位置）",
     reference=_reference_label_smoothing,
     cases=_cases_label_smoothing(),
+    generate=_generate_label_smoothing,
 ))
 
 
@@ -66,6 +90,27 @@ def _cases_greedy() -> tuple[Case, ...]:
     )
 
 
+def _generate_greedy(rng) -> tuple[Case, ...]:
+    """隐藏用例：一直没生成 <eos>、中途生成 <eos>、第一步就是 <eos>、长度上限很短、只有 1 位数字。"""
+    def seed():
+        return int(rng.integers(2 ** 31))
+
+    def src(n):
+        return torch.as_tensor(rng.integers(1, 11, size=(1, n)), dtype=torch.int64)
+
+    with torch.random.fork_rng(devices=[]):
+        return (
+            Case((_tiny_model(seed(), eos_bias=-20.0), src(int(rng.integers(2, 7))), int(rng.integers(6, 14))),
+                 "一直没生成 <eos>：到长度上限为止"),
+            Case((_tiny_model(seed(), eos_bias=float(rng.uniform(0.5, 2.0))), src(int(rng.integers(2, 7))), 12),
+                 "随机小模型：生成到 <eos> 或长度上限"),
+            Case((_tiny_model(seed(), eos_bias=20.0), src(int(rng.integers(2, 7))), 10), "第一步就生成 <eos>"),
+            Case((_tiny_model(seed(), eos_bias=-20.0), src(int(rng.integers(2, 7))), int(rng.integers(1, 4))),
+                 "长度上限很短"),
+            Case((_tiny_model(seed()), src(1), int(rng.integers(4, 10))), "只有 1 位数字"),
+        )
+
+
 def _reference_greedy(model, src, max_len):
     return greedy_decode(model, src, BOS_ID, EOS_ID, max_len=max_len)[0]
 
@@ -74,4 +119,5 @@ register("ch10.greedy_one", Exercise(
     title="用 encode / decode 为一个数贪心解码",
     reference=_reference_greedy,
     cases=_cases_greedy(),
+    generate=_generate_greedy,
 ))
