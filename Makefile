@@ -86,7 +86,7 @@ browser: $(STAMP)
 	$(BIN)/pytest -q tests -m browser
 
 test: $(STAMP) _build/.src-hash
-	tools/system-deps.sh fonts browser
+	tools/system-deps.sh fonts browser sandbox
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
 	$(MAKE) numerics
