@@ -83,35 +83,40 @@ def rnn_vs_attention_timing(lengths, batch: int = 16, d: int = 64, repeats: int 
 
 
 def rnn_variants(w_hh, w_xh) -> dict:
-    """同一组权重 (d, d) 的三种 RNN 写法；输入 x (B, T, d)，都返回最后一步的隐藏状态 (B, d)。
+    """同一组权重 (d, d) 的三种 RNN 写法。
 
-    - "loop"：Python 循环，每一步各算一次 x_t W_xh 和 h W_hh；
-    - "loop_batched"：输入投影 X W_xh 不依赖 h，在循环外一次算完，循环里只剩 h W_hh；
-    - "nn_rnn"：torch.nn.RNN（同样的权重、无偏置），同样先批量算输入投影，循环写在 C++ 里。
+    输入 x (B, T, d)，都返回最后一步的隐藏状态 (B, d)：
+    - "loop"：Python 循环，每步各算一次 x_t W_xh 和 h W_hh；
+    - "loop_batched"：x_t W_xh 不依赖 h，在循环外一次算完，
+      循环里只剩 h W_hh；
+    - "nn_rnn"：torch.nn.RNN（同样的权重、无偏置），
+      也先批量算输入投影，循环写在 C++ 里。
     """
     import torch
 
     d = w_hh.shape[0]
     cell = torch.nn.RNN(d, d, bias=False, batch_first=True)
-    with torch.no_grad():                                    # nn.RNN 存的是转置：x @ weight.T
+    with torch.no_grad():                  # nn.RNN 算 x @ weight.T：存转置
         cell.weight_ih_l0.copy_(w_xh.T)
         cell.weight_hh_l0.copy_(w_hh.T)
 
-    def loop(x):                                             # x: (B, T, d)
+    def loop(x):                           # x: (B, T, d)
         h = x.new_zeros(x.shape[0], d)
-        for t in range(x.shape[1]):                          # 第 t 步要等第 t-1 步
-            h = torch.tanh(h @ w_hh + x[:, t] @ w_xh)        # (B, d)：每步两次小矩阵乘法
+        for t in range(x.shape[1]):        # 第 t 步要等第 t-1 步
+            # 每步两次小矩阵乘法
+            h = torch.tanh(h @ w_hh + x[:, t] @ w_xh)      # (B, d)
         return h
 
     def loop_batched(x):
-        xw = x @ w_xh                                        # (B, T, d)：所有位置一次算完
+        xw = x @ w_xh                      # (B, T, d)：所有位置一次算完
         h = x.new_zeros(x.shape[0], d)
         for t in range(x.shape[1]):
-            h = torch.tanh(h @ w_hh + xw[:, t])              # (B, d)：只剩必须等的那一半
+            # 只剩必须等的那一半
+            h = torch.tanh(h @ w_hh + xw[:, t])            # (B, d)
         return h
 
     def nn_rnn(x):
-        return cell(x)[1][0]                                 # h_n: (1, B, d) -> (B, d)
+        return cell(x)[1][0]               # h_n: (1, B, d) -> (B, d)
 
     return {"loop": loop, "loop_batched": loop_batched, "nn_rnn": nn_rnn}
 
