@@ -124,7 +124,7 @@ def rnn_variants(w_hh, w_xh) -> dict:
 def rnn_timing_breakdown(lengths, batch: int = 16, d: int = 64, repeats: int = 5, seed: int = 0):
     """把"RNN 比注意力慢多少"拆开量（torch，CPU，同一批随机输入 (B, T, d)）。
 
-    每个长度 T 量五个墙钟时间（毫秒，各取 repeats 次里最快的一次，见 best_time）：
+    每个长度 T 量五个墙钟时间（毫秒；五种算法轮流跑 repeats 轮，各取最快的一次）：
     - loop_ms / loop_batched_ms / nn_rnn_ms：rnn_variants 的三种写法；
     - no_wait_ms：与 RNN 同样多的乘加（X W_xh 和 X W_hh 两次大矩阵乘法加 tanh），
       但各位置互不等待——如果没有串行，RNN 的活本来要花多久；
@@ -152,9 +152,17 @@ def rnn_timing_breakdown(lengths, batch: int = 16, d: int = 64, repeats: int = 5
         for T in lengths:
             T = positive_int(T, "序列长度 T")
             x = torch.randn(batch, T, d, generator=gen)
+            # 五种算法轮流各跑一次、重复 repeats 轮，各取最快的一次：
+            # 机器忙起来时，几种算法受到的干扰差不多
             row = {"T": T}
             for key, fn in fns.items():
-                row[key] = 1e3 * best_time(lambda fn=fn, x=x: fn(x), repeats)
+                fn(x)                                        # 预热
+                row[key] = math.inf
+            for _ in range(positive_int(repeats, "repeats")):
+                for key, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn(x)
+                    row[key] = min(row[key], 1e3 * (time.perf_counter() - t0))
             row.update(
                 rnn_sequential_steps=T,
                 attention_sequential_steps=1,
