@@ -8,7 +8,7 @@ import numpy as np
 
 from ._checks import positive_int
 
-__all__ = ["median_time", "best_time", "rnn_vs_attention_timing", "rnn_variants", "rnn_timing_breakdown"]
+__all__ = ["median_time", "rnn_vs_attention_timing", "rnn_variants", "rnn_timing_breakdown"]
 
 
 def median_time(fn, repeats: int = 5, warmup: int = 1) -> float:
@@ -22,22 +22,6 @@ def median_time(fn, repeats: int = 5, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
-
-
-def best_time(fn, repeats: int = 5, warmup: int = 1) -> float:
-    """运行 fn() 若干次，返回最快一次的耗时（秒）。
-
-    机器上别的程序只会让一次运行变慢、不会让它变快，所以最快的一次最接近 fn 本身的代价。
-    """
-    repeats = positive_int(repeats, "repeats")
-    for _ in range(warmup):
-        fn()
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def rnn_vs_attention_timing(lengths, batch: int = 16, d: int = 64, repeats: int = 5, seed: int = 0):
