@@ -112,7 +112,7 @@ def visit(browser, site_url):
               width: int = 1280, height: int = 900, on_response=None) -> Visit:
         ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": width, "height": height},
                                   has_touch=width < 1000, is_mobile=width < 600)
-        ctx.set_default_timeout(90_000)          # 共享的 2 核机器上，大页面加载可能超过默认的 30 秒
+        ctx.set_default_timeout(180_000)         # 共享的 2 核机器上，大页面加载可能远超默认的 30 秒
         contexts.append(ctx)
         page = ctx.new_page()
         v = Visit(page)
