@@ -109,7 +109,7 @@ def visit(browser, site_url):
     contexts = []
 
     def _open(path: str, color_scheme: str = "light", wait_for: str | None = None,
-              width: int = 1280, height: int = 900, on_response=None) -> Visit:
+              width: int = 1280, height: int = 900, on_response=None, idle: bool = True) -> Visit:
         ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": width, "height": height},
                                   has_touch=width < 1000, is_mobile=width < 600)
         ctx.set_default_timeout(180_000)         # 共享的 2 核机器上，大页面加载可能远超默认的 30 秒
@@ -134,7 +134,8 @@ def visit(browser, site_url):
         page.goto(f"{site_url}/{path}", wait_until="load")
         if wait_for:
             page.wait_for_selector(wait_for, timeout=20_000)
-        page.wait_for_load_state("networkidle")
+        if idle:
+            page.wait_for_load_state("networkidle")
         return v
 
     yield _open

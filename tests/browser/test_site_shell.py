@@ -269,13 +269,16 @@ TEXT_BUDGET, WIDGET_BUDGET = 500_000, 1_500_000
 
 def _weigh(visit, path):
     responses = []
-    v = visit(path, on_response=lambda r: responses.append(r))
+    v = visit(path, on_response=lambda r: responses.append(r), idle=False)
     page = v.page
     if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
-        page.wait_for_selector(".tfc-widget", timeout=20_000)
+        page.wait_for_selector(".tfc-widget", timeout=120_000)
     page.mouse.wheel(0, 20_000)                                   # 让懒加载的东西也加载出来
-    page.wait_for_timeout(500)
-    page.wait_for_load_state("networkidle")
+    seen, quiet = -1, 0
+    while quiet < 4:                                              # 连续 2 秒没有新的响应才算加载完
+        page.wait_for_timeout(500)
+        quiet = quiet + 1 if len(responses) == seen else 0
+        seen = len(responses)
     raw = packed = 0
     by_file = {}
     for r in responses:
