@@ -133,7 +133,7 @@ def visit(browser, site_url):
             page.on("response", on_response)
         page.goto(f"{site_url}/{path}", wait_until="load")
         if wait_for:
-            page.wait_for_selector(wait_for, timeout=20_000)
+            page.wait_for_selector(wait_for, timeout=120_000)
         if idle:
             page.wait_for_load_state("networkidle")
         return v

@@ -271,7 +271,7 @@ def _weigh(visit, path):
     responses = []
     v = visit(path, on_response=lambda r: responses.append(r), idle=False)
     page = v.page
-    if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
+    if page.locator("script[type='application/vnd.jupyter.widget-state+json']").count():
         page.wait_for_selector(".tfc-widget", timeout=120_000)
     page.mouse.wheel(0, 20_000)                                   # 让懒加载的东西也加载出来
     seen, quiet = -1, 0
