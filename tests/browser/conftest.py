@@ -105,11 +105,14 @@ class Visit:
 
 @pytest.fixture
 def visit(browser, site_url):
-    """visit(path, color_scheme="light") -> Visit：打开站内页面，等小部件渲染完。"""
+    """visit(path, color_scheme="light", wait_for=None, width=1280, height=900) -> Visit：打开站内页面，等小部件渲染完。"""
     contexts = []
 
-    def _open(path: str, color_scheme: str = "light", wait_for: str | None = None) -> Visit:
-        ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": 1280, "height": 900})
+    def _open(path: str, color_scheme: str = "light", wait_for: str | None = None,
+              width: int = 1280, height: int = 900, on_response=None, idle: bool = True) -> Visit:
+        ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": width, "height": height},
+                                  has_touch=width < 1000, is_mobile=width < 600)
+        ctx.set_default_timeout(180_000)         # 共享的 2 核机器上，大页面加载可能远超默认的 30 秒
         contexts.append(ctx)
         page = ctx.new_page()
         v = Visit(page)
@@ -126,10 +129,13 @@ def visit(browser, site_url):
         page.on("console", lambda m: m.type == "error" and v.errors.append(m.text))
         page.on("pageerror", lambda e: v.errors.append(str(e)))
         page.on("response", lambda r: r.status >= 400 and v.failed.append((r.status, r.url)))
+        if on_response is not None:
+            page.on("response", on_response)
         page.goto(f"{site_url}/{path}", wait_until="load")
         if wait_for:
-            page.wait_for_selector(wait_for, timeout=20_000)
-        page.wait_for_load_state("networkidle")
+            page.wait_for_selector(wait_for, timeout=120_000)
+        if idle:
+            page.wait_for_load_state("networkidle")
         return v
 
     yield _open
