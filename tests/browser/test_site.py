@@ -45,8 +45,9 @@ def test_chapter_one_renders_both_widgets_offline(visit):
     explorer = page.locator(EXPLORER).first
     assert explorer.locator("[data-testid=rnn-value]").inner_text() == format_state(rnn.final_hidden_state(20))
     assert explorer.locator("[data-testid=rnn-value]").inner_text() == "0.0493"
-    # 页面确实用了本站自带的前端文件
-    assert page.evaluate("typeof window.requirejs") == "function"
+    # 页面用的是本站自带的渲染器（widgets-static.js），不是 4 MB 的 html-manager
+    assert page.evaluate("document.documentElement.dataset.tfcWidgets") == "ready"
+    assert page.evaluate("typeof window.requirejs") == "undefined"
     v.assert_clean()
 
 

@@ -316,11 +316,12 @@ def test_heavy_assets_load_only_where_needed(visit):
     names = " ".join(urls)
     assert "fontawesome" not in names and "fa-solid" not in names and "fa-brands" not in names, names
     assert "mathjax" not in names.lower(), "序言没有公式，不该加载 MathJax"
-    assert "embed-amd" not in names, "序言没有小部件，不该加载 html-manager"
+    assert "widgets-static" not in names and "embed-amd" not in names, "序言没有小部件，不该加载小部件脚本"
     v.assert_clean()
     urls.clear()
     v = visit(chapter_page(3), on_response=lambda r: urls.append(r.url), wait_for=".tfc-widget")
     names = [u.rsplit("/", 1)[-1].split("?")[0] for u in urls]
-    assert "tex-chtml.js" in names and names.count("embed-amd.js") == 1, names
+    assert "tex-chtml.js" in names and names.count("widgets-static.js") == 1, names
+    assert "embed-amd.js" not in names and "require.js" not in names, names   # 不要 4 MB 的 html-manager
     assert not any("fontawesome" in n or n.startswith("fa-") for n in names), names
     v.assert_clean()
