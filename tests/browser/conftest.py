@@ -54,6 +54,19 @@ def row_weights(heat, row: int) -> list[float]:
     return [float(t.split()[0]) for t in heat.locator(".tfc-bar-value").all_inner_texts()]
 
 
+# 浏览器测试共用的颜色计算（JavaScript）：parse 读 rgb()/rgba()，over 叠加半透明颜色，lum 是 WCAG 相对亮度，
+# background 把元素和它的祖先的背景色一层层叠起来，得到真正显示的背景。
+COLOUR_JS = """  const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const lum = (rgb) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    const [r, g, b] = rgb.map(f); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const background = (el) => { const layers = [];
+    for (let n = el; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor); if (c && c[3] > 0) layers.push(c); }
+    let rgb = [255, 255, 255]; for (const c of layers.reverse()) rgb = over(c, rgb); return rgb; };
+"""
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

@@ -5,6 +5,7 @@ import pathlib
 import re
 
 import pytest
+from conftest import COLOUR_JS
 import yaml
 
 from tfcourse import attention, rnn
@@ -116,16 +117,7 @@ def test_clicking_a_heatmap_cell_shows_that_weight(visit):
     v.assert_clean()
 
 
-_CONTRAST_JS = """(root, selectors) => {
-  const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
-  const lum = (rgb) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    const [r, g, b] = rgb.map(f); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const background = (el) => { const layers = [];
-    for (let n = el; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor); if (c && c[3] > 0) layers.push(c); }
-    let rgb = [255, 255, 255]; for (const c of layers.reverse()) rgb = over(c, rgb); return rgb; };
-  const out = {};
+_CONTRAST_JS = "(root, selectors) => {\n" + COLOUR_JS + """  const out = {};
   for (const sel of selectors) { const el = root.querySelector(sel); if (!el) { out[sel] = null; continue; }
     const bg = background(el); const fg = over(parse(getComputedStyle(el).color), bg);
     const [a, b] = [lum(fg), lum(bg)]; out[sel] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }

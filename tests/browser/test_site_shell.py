@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, chapter_page, chapter_pages
+from conftest import ROOT, chapter_page, chapter_pages, COLOUR_JS
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TOC_PAGES = ["book/preface.html", *chapter_pages()]
@@ -170,16 +170,7 @@ def test_wide_equations_scroll_inside_their_own_box_on_a_phone(visit):
 
 # ---------- 5. 暗色主题下的输出区与表格 ----------
 
-_PANEL_JS = """(selectors) => {
-  const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
-  const lum = (rgb) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    const [r, g, b] = rgb.map(f); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const background = (el) => { const layers = [];
-    for (let n = el; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor); if (c && c[3] > 0) layers.push(c); }
-    let rgb = [255, 255, 255]; for (const c of layers.reverse()) rgb = over(c, rgb); return rgb; };
-  const out = [];
+_PANEL_JS = "(selectors) => {\n" + COLOUR_JS + """  const out = [];
   for (const sel of selectors) {
     for (const el of [...document.querySelectorAll(sel)].slice(0, 12)) {
       if (!el.offsetParent) continue;
