@@ -1,8 +1,8 @@
 """正文里说出的数字都是真的：每章 Markdown 里的小数、百分数与科学计数法数字，必须出现在本章这次构建
 执行出的代码与输出里，或者列在笔记本元数据 tfcourse.constants 里（文献常数，注明出处）。
 
-用网站构建时执行过的笔记本（_build/jupyter_execute/…）检查，所以对照的是这次运行真正打印的数字。
-规则见 tools/prose_numbers.py。
+对照的是网站这次构建所用的执行结果：从 jupyter-cache（_build/.jupyter_cache）里取出与笔记本当前内容
+匹配的那次执行的输出（nbval 执行、网站复用的就是它）。规则见 tools/prose_numbers.py。
 """
 from __future__ import annotations
 
@@ -16,16 +16,26 @@ from conftest import ROOT, SITE, chapter_pages
 sys.path.insert(0, str(ROOT / "tools"))
 import prose_numbers  # noqa: E402
 
-EXECUTED = SITE.parent / "jupyter_execute"
+CACHE = SITE.parent / ".jupyter_cache"
+
+
+def _executed(page: str) -> dict:
+    import nbformat
+    from jupyter_cache import get_cache
+
+    if not CACHE.exists():
+        pytest.fail(f"没有找到执行缓存 {CACHE}：先运行 make book。")
+    nb = nbformat.read(ROOT / page.replace(".html", ".ipynb"), as_version=4)
+    try:
+        _, merged = get_cache(str(CACHE)).merge_match_into_notebook(nb)
+    except KeyError:
+        pytest.fail(f"执行缓存里没有与 {page} 当前内容匹配的执行结果：先运行 make book。")
+    return merged
 
 
 @pytest.mark.parametrize("page", chapter_pages())
 def test_every_number_the_prose_states_is_printed_by_the_chapter(page):
-    path = EXECUTED / page.replace(".html", ".ipynb")
-    if not path.exists():
-        pytest.fail(f"没有找到执行过的笔记本 {path}：先运行 make book。")
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    problems = prose_numbers.unchecked(nb)
+    problems = prose_numbers.unchecked(_executed(page))
     assert not problems, f"{page}：正文里有 {len(problems)} 个数字不在本章的输出里：\n" + "\n".join(
         f"  单元 {i}：{num!r} —— …{ctx}…" for i, num, ctx in problems)
 
