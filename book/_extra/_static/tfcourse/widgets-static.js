@@ -90,12 +90,16 @@
       box.style.display = "flex";
       box.style.flexDirection = name === "HBoxModel" ? "row" : "column";
       box.style.alignItems = "center";
-      box.style.gap = "0.5em";
+      box.style.flexWrap = "wrap";          // 手机上进度条的文字换到下一行，页面不横向滚动
+      box.style.gap = "0.25em 0.5em";
+      box.style.maxWidth = "100%";
       for (const child of s.children || []) renderControl(states, ref(child), box);
       el.appendChild(box);
     } else if (name === "HTMLModel" || name === "LabelModel") {
       const span = document.createElement("span");
       span.className = "tfc-static-html";
+      span.style.overflowWrap = "anywhere";
+      span.style.minWidth = "0";
       if (name === "HTMLModel") span.innerHTML = s.value || "";
       else span.textContent = s.value || "";
       el.appendChild(span);
@@ -105,6 +109,8 @@
       bar.value = s.value - s.min;
       bar.max = s.max - s.min;
       bar.setAttribute("aria-label", "进度");
+      bar.style.flex = "1 1 8em";
+      bar.style.maxWidth = "24em";
       el.appendChild(bar);
     }
   }
