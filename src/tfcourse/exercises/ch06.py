@@ -88,13 +88,19 @@ def _generate_layer_norm(rng) -> tuple[Case, ...]:
     )
 
 
-def _random_config(rng, **fixed) -> TransformerConfig:
-    H = int(rng.integers(1, 5))
-    V = int(rng.integers(5, 60))
+def random_config(rng, *, heads=(1, 2, 3, 4), max_vocab=60, max_width=5, max_layers=4, max_ff=65,
+                  max_len=16, **fixed) -> TransformerConfig:
+    """隐藏用例用的随机 TransformerConfig（第 6、9 章数参数的练习共用）；fixed 里的字段照给定的值。
+
+    d_model = 2·H·k（k 取 1 … max_width − 1），词表 5 … max_vocab − 1，层数 1 … max_layers − 1，d_ff 4 … max_ff − 1。
+    """
+    H = int(rng.choice(heads))
+    V = int(rng.integers(5, max_vocab))
     share = bool(rng.integers(2))
-    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 60)),
-                  d_model=2 * H * int(rng.integers(1, 5)), n_heads=H, n_layers=int(rng.integers(1, 4)),
-                  d_ff=int(rng.integers(4, 65)), dropout=0.0, max_len=16, share_embeddings=share,
+    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, max_vocab)),
+                  d_model=2 * H * int(rng.integers(1, max_width)), n_heads=H,
+                  n_layers=int(rng.integers(1, max_layers)), d_ff=int(rng.integers(4, max_ff)),
+                  dropout=0.0, max_len=max_len, share_embeddings=share,
                   tie_output=bool(rng.integers(2)), norm_first=bool(rng.integers(2)), final_norm=bool(rng.integers(2)))
     values.update(fixed)
     if values["share_embeddings"]:
@@ -105,12 +111,12 @@ def _random_config(rng, **fixed) -> TransformerConfig:
 def _generate_count(rng) -> tuple[Case, ...]:
     """隐藏用例：共享 + 绑定、两张表 + 绑定、两张表不绑定、共享不绑定、去掉末尾 LayerNorm、随机配置。"""
     return (
-        Case((_random_config(rng, share_embeddings=True, tie_output=True),), "共享词表、输出层绑定"),
-        Case((_random_config(rng, share_embeddings=False, tie_output=True),), "源、目标各一张表，输出层绑定"),
-        Case((_random_config(rng, share_embeddings=False, tie_output=False),), "两张表，输出层不绑定（有自己的权重和偏置）"),
-        Case((_random_config(rng, share_embeddings=True, tie_output=False),), "共享词表，但输出层不绑定"),
-        Case((_random_config(rng, final_norm=False),), "去掉两个末尾 LayerNorm"),
-        Case((_random_config(rng),), "随机配置"),
+        Case((random_config(rng, share_embeddings=True, tie_output=True),), "共享词表、输出层绑定"),
+        Case((random_config(rng, share_embeddings=False, tie_output=True),), "源、目标各一张表，输出层绑定"),
+        Case((random_config(rng, share_embeddings=False, tie_output=False),), "两张表，输出层不绑定（有自己的权重和偏置）"),
+        Case((random_config(rng, share_embeddings=True, tie_output=False),), "共享词表，但输出层不绑定"),
+        Case((random_config(rng, final_norm=False),), "去掉两个末尾 LayerNorm"),
+        Case((random_config(rng),), "随机配置"),
     )
 
 

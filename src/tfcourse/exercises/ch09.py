@@ -8,6 +8,7 @@ import torch
 from ..model import BASE, TINY, TransformerConfig
 from ..positional import sinusoidal_positional_encoding
 from . import Case, Exercise, register
+from .ch06 import random_config
 
 
 def _embed_reference(ids: torch.Tensor, weight: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
@@ -90,17 +91,9 @@ def _generate_embed(rng) -> tuple[Case, ...]:
 
 
 def _random_config(rng, **fixed) -> TransformerConfig:
-    H = int(rng.choice([1, 2, 4, 8]))
-    V = int(rng.integers(5, 37001))
-    share = bool(rng.integers(2))
-    values = dict(src_vocab_size=V, tgt_vocab_size=V if share else int(rng.integers(5, 37001)),
-                  d_model=2 * H * int(rng.integers(1, 33)), n_heads=H, n_layers=int(rng.integers(1, 7)),
-                  d_ff=int(rng.integers(4, 2049)), dropout=0.0, max_len=64, share_embeddings=share,
-                  tie_output=bool(rng.integers(2)), norm_first=bool(rng.integers(2)), final_norm=bool(rng.integers(2)))
-    values.update(fixed)
-    if values["share_embeddings"]:
-        values["tgt_vocab_size"] = values["src_vocab_size"]
-    return TransformerConfig(**values)
+    """随机的大配置：最大到论文 base 模型的规模（37,000 个词、d_model 512、6 层、d_ff 2048）。"""
+    return random_config(rng, heads=(1, 2, 4, 8), max_vocab=37001, max_width=33, max_layers=7, max_ff=2049,
+                         max_len=64, **fixed)
 
 
 def _generate_count(rng) -> tuple[Case, ...]:
