@@ -21,11 +21,12 @@ def _max_diff(a, b):
     return (a - b).abs().max().item()
 
 
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_encoder_layer_matches_torch(norm_first):
+@pytest.mark.parametrize("norm_first, activation", [(False, "relu"), (True, "relu"), (False, "gelu"), (True, "gelu")])
+def test_encoder_layer_matches_torch(norm_first, activation):
     torch.manual_seed(0)
-    ref = nn.TransformerEncoderLayer(C, H, F, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
-    ours = copy_from_torch(EncoderLayer(C, H, F, 0.0, norm_first=norm_first), ref).eval()
+    ref = nn.TransformerEncoderLayer(C, H, F, dropout=0.0, batch_first=True, norm_first=norm_first,
+                                     activation=activation).eval()
+    ours = copy_from_torch(EncoderLayer(C, H, F, 0.0, norm_first=norm_first, activation=activation), ref).eval()
     x = torch.randn(3, 7, C)
     pad = _pad_mask([7, 5, 2], 7)
     with torch.no_grad():
@@ -220,8 +221,10 @@ def test_copy_from_torch_refuses_mismatches():
         copy_from_torch(EncoderLayer(C, H, F), nn.TransformerEncoderLayer(C, H, F, batch_first=True, norm_first=True))
     with pytest.raises(ValueError, match="d_ff"):
         copy_from_torch(EncoderLayer(C, H, F), nn.TransformerEncoderLayer(C, H, 2 * F, batch_first=True))
-    with pytest.raises(ValueError, match="ReLU"):
+    with pytest.raises(ValueError, match="激活函数"):
         copy_from_torch(EncoderLayer(C, H, F), nn.TransformerEncoderLayer(C, H, F, activation="gelu", batch_first=True))
+    with pytest.raises(ValueError, match="activation"):
+        FeedForward(C, F, activation="swish")
     with pytest.raises(ValueError, match="TransformerDecoderLayer"):
         copy_from_torch(DecoderLayer(C, H, F), nn.TransformerEncoderLayer(C, H, F, batch_first=True))
     with pytest.raises(ValueError, match="层数"):

@@ -45,21 +45,33 @@ def _check_same(name: str, ours, theirs) -> None:
         raise ValueError(f"两边的 {name} 不一致：本课程的模块是 {ours}，torch 的模块是 {theirs}。")
 
 
+ACTIVATIONS = {"relu": torch.relu, "gelu": nn.functional.gelu}   # gelu：精确的 erf 版，BERT、GPT 用它
+
+
+def _check_activation(activation) -> str:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation 应为 {' 或 '.join(map(repr, ACTIVATIONS))}，实际为 {activation!r}。")
+    return activation
+
+
 class FeedForward(nn.Module):
     """逐位置前馈网络（position-wise FFN）：FFN(x) = max(0, x W₁ + b₁) W₂ + b₂，每个位置各算各的。
 
-    x: (B, T, C) → (B, T, C)，中间宽度 d_ff（论文里是 4 × d_model）。第 6 章引入。
+    x: (B, T, C) → (B, T, C)，中间宽度 d_ff（论文里是 4 × d_model）。第 6 章引入；
+    activation="gelu" 把 max(0, ·) 换成 GELU（第 12、13 章的 BERT、GPT）。
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
         self.d_model, self.d_ff = positive_int(d_model, "d_model"), positive_int(d_ff, "d_ff")
+        self.activation = _check_activation(activation)
         self.linear1 = nn.Linear(self.d_model, self.d_ff)
         self.linear2 = nn.Linear(self.d_ff, self.d_model)
         self.dropout = nn.Dropout(_check_dropout(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))   # (B, T, C) -> (B, T, F) -> (B, T, C)
+        h = ACTIVATIONS[self.activation](self.linear1(x))   # (B, T, C) -> (B, T, F)
+        return self.linear2(self.dropout(h))                # (B, T, F) -> (B, T, C)
 
 
 class EncoderLayer(nn.Module):
@@ -70,12 +82,12 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 eps: float = 1e-5):
+                 eps: float = 1e-5, activation: str = "relu"):
         super().__init__()
         dropout = _check_dropout(dropout)
         self.d_model, self.norm_first = positive_int(d_model, "d_model"), bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm1, self.norm2 = nn.LayerNorm(d_model, eps=eps), nn.LayerNorm(d_model, eps=eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
         self.attn_weights: torch.Tensor | None = None      # 最近一次前向的自注意力权重 (B, H, S, S)
@@ -95,7 +107,7 @@ class EncoderLayer(nn.Module):
 
     @torch.no_grad()
     def load_torch_weights(self, other: nn.TransformerEncoderLayer) -> "EncoderLayer":
-        """抄 torch.nn.TransformerEncoderLayer 的权重（它须是 ReLU、且 norm_first 与本层一致）。"""
+        """抄 torch.nn.TransformerEncoderLayer 的权重（激活函数、norm_first 须与本层一致）。"""
         return _copy_layer(self, other, nn.TransformerEncoderLayer, "编码器层", n_norms=2)
 
 
@@ -190,17 +202,19 @@ class Decoder(_Stack):
         return x if self.norm is None else self.norm(x)
 
 
-def _check_relu(other) -> None:
+def _check_activation_matches(ours, other) -> None:
     act = other.activation
-    if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU)):
-        raise ValueError(f"本课程的前馈网络用 ReLU，torch 模块的激活函数是 {act}。")
+    theirs = ("relu" if act is torch.nn.functional.relu or isinstance(act, nn.ReLU) else
+              "gelu" if act is torch.nn.functional.gelu or (isinstance(act, nn.GELU) and act.approximate == "none")
+              else repr(act))
+    _check_same("激活函数", ours.ffn.activation, theirs)
 
 
 def _copy_layer(ours, other, torch_type, what: str, n_norms: int):
     """编码器层、解码器层共有的部分：检查类型与结构，抄自注意力、前馈网络和 n_norms 个 LayerNorm。"""
     _expect(other, torch_type, what)
     _check_same("norm_first", ours.norm_first, other.norm_first)
-    _check_relu(other)
+    _check_activation_matches(ours, other)
     ours.self_attn.load_torch_weights(other.self_attn)
     _copy_ffn(ours.ffn, other)
     _copy_norms(ours, other, n_norms)
