@@ -248,4 +248,14 @@ def register(exercise_id: str, exercise: Exercise) -> None:
     EXERCISES[exercise_id] = exercise
 
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10  # noqa: E402,F401  各章登记自己的练习
+def _import_chapters() -> None:
+    """导入同目录下的每个 chNN.py：各章在导入时登记自己的练习。"""
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("ch") and info.name[2:].isdigit():
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_chapters()
