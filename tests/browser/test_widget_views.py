@@ -501,32 +501,6 @@ def test_intended_views_reads_constructor_and_same_cell_setters(tmp_path):
     assert len(views) == 3
 
 
-@pytest.mark.parametrize("path", [p for p in chapter_pages()])
-def test_site_widgets_open_on_the_view_their_code_asks_for(browser, site_url, path):
-    notebook = ROOT / path.replace(".html", ".ipynb")
-    wanted = intended_views(notebook)
-    if not wanted:
-        pytest.skip("这一章没有小部件")
-    ctx, page, outside, errors = _open(browser, site_url, path)
-    page.wait_for_function(f"document.querySelectorAll('.tfc-widget').length >= {len(wanted)}", timeout=30_000)
-    seen = {}
-    bad = []
-    for cls, view in wanted:
-        i = seen.get(cls, 0)
-        seen[cls] = i + 1
-        roots = page.locator(WIDGET_CLASSES[cls])
-        assert roots.count() > i, f"{cls}：笔记本显示了 {i + 1} 个，网页上只有 {roots.count()} 个"
-        got = shown_view(cls, roots.nth(i))
-        diff = {k: (v, got.get(k)) for k, v in view.items() if k in got and not _same(cls, k, v, got[k])}
-        if diff:
-            bad.append(f"第 {i + 1} 个 {cls}：(代码要的, 网页上的) = {diff}")
-    for cls, n in seen.items():
-        assert page.locator(WIDGET_CLASSES[cls]).count() == n, f"{cls} 的个数与笔记本不符"
-    assert bad == [], "打开时的视图与创建它的代码不符：\n" + "\n".join(bad)
-    assert outside == [] and errors == []
-    ctx.close()
-
-
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_widget_text_contrast_in_both_themes_without_the_site(browser, theme):
     from test_site import _CONTRAST_JS
