@@ -251,3 +251,13 @@ def test_bad_merges_and_bad_files(tmp_path):
     path.write_text('{"format": "other"}', encoding="utf-8")
     with pytest.raises(ValueError, match="tfcourse-bpe"):
         BPETokenizer.load(path)
+
+
+def test_token_counts_equal_encoding_with_each_prefix(trained, reviews):
+    texts = reviews.test.texts[:100]
+    counts = trained.token_counts(texts)
+    assert len(counts) == len(trained.merges) + 1
+    assert counts[0] == sum(len(t.encode("utf-8")) for t in texts)
+    assert all(a >= b for a, b in zip(counts, counts[1:]))
+    for k in (0, 1, 50, 300, len(trained.merges)):
+        assert counts[k] == sum(len(BPETokenizer(trained.merges[:k]).encode(t)) for t in texts), k

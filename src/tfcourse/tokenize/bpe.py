@@ -226,12 +226,15 @@ class BPETokenizer:
 
     def _encode_chunk(self, chunk: str) -> list[int]:
         ids = list(_to_bytes(chunk))
+        rank, never = self._rank.get, len(self.merges)
         while len(ids) >= 2:
             # 当前相邻对里最早学到的那条合并（rank 最小）先做
-            pair = min(zip(ids, ids[1:]), key=lambda p: self._rank.get(p, float("inf")))
-            if pair not in self._rank:
+            pairs = list(zip(ids, ids[1:]))
+            ranks = [rank(p, never) for p in pairs]
+            best = min(ranks)
+            if best == never:
                 break
-            ids = _merge_word(ids, pair, 256 + self._rank[pair])
+            ids = _merge_word(ids, pairs[ranks.index(best)], 256 + best)
         return ids
 
     def encode(self, text: str) -> list[int]:
@@ -268,6 +271,47 @@ class BPETokenizer:
             if errors == "strict":
                 raise ValueError(f"这些 token 拼起来不是合法的 UTF-8 字节串：{exc}") from None
             return data.decode("utf-8", errors="replace")
+
+    def token_counts(self, texts) -> list[int]:
+        """texts 在只用前 k 次合并时一共有多少个 token，k = 0 … len(merges)（一次算出整条曲线）。
+
+        与逐个 k 调用 BPETokenizer(merges[:k]).encode 相同：按顺序做每一次合并，只碰含有这一对的块。
+        """
+        table = _chunk_table(texts)
+        words, freqs = [list(w) for w in table], list(table.values())
+        where: defaultdict = defaultdict(set)
+        for j, w in enumerate(words):
+            for p in zip(w, w[1:]):
+                where[p].add(j)
+        total = sum(len(w) * f for w, f in zip(words, freqs))
+        out = [total]
+        touched: defaultdict = defaultdict(int)              # 这里用不到计数，只借用同一个合并函数
+        for k, pair in enumerate(self.merges):
+            for j in where.pop(pair, ()):
+                new = _merge_tracked(words[j], pair, 256 + k, freqs[j], j, touched, where)
+                total -= (len(words[j]) - len(new)) * freqs[j]
+                words[j] = new
+            touched.clear()
+            out.append(total)
+        return out
+
+    def merge_history(self, text: str, n_steps: int | None = None) -> tuple[list[int], list[list[int]]]:
+        """依次做前 n_steps 次合并（默认全部），记下 text 的切分每次变化后的样子。
+
+        返回 (steps, ids)：steps[0] = 0、ids[0] 是纯字节；之后 steps[m] 是第几次合并改变了切分，
+        ids[m] 是那次合并之后的 token 编号。第 k 步的切分 = 只用前 k 次合并编码的结果。
+        """
+        _check_text(text)
+        n_steps = len(self.merges) if n_steps is None else n_steps
+        chunks = [list(_to_bytes(c)) for c in split_chunks(text)]
+        steps, ids = [0], [[i for c in chunks for i in c]]
+        for k, pair in enumerate(self.merges[:n_steps]):
+            new = [_merge_word(c, pair, 256 + k) for c in chunks]
+            if any(len(a) != len(b) for a, b in zip(new, chunks)):
+                chunks = new
+                steps.append(k + 1)
+                ids.append([i for c in chunks for i in c])
+        return steps, ids
 
     # ------------------------------------------------------------------ 保存与读取
 

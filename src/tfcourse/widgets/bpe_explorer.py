@@ -1,6 +1,6 @@
 """BPE 合并探索器：拖动滑块走过前 N 次合并，看一句话的 token 怎样一步步拼起来。第 11 章引入。
 
-每一步的切分都由 `tfcourse.tokenize.BPETokenizer` 的合并表在 Python 里算好（只记录这句话发生变化的那些步），
+每一步的切分都由 `tfcourse.tokenize.BPETokenizer.merge_history` 在 Python 里算好（只记录这句话发生变化的那些步），
 浏览器只查表显示，所以静态网页上也能拖动。
 """
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import traitlets as t
 
-from ..tokenize.bpe import BPETokenizer, _merge_word, _to_bytes, split_chunks
 from ._base import CourseWidget, clamp, esm
 
 __all__ = ["BPEMergeExplorer", "token_label"]
@@ -50,9 +49,9 @@ class BPEMergeExplorer(CourseWidget):
     change_ids = t.List(t.List(t.Int())).tag(sync=True)       # 对应步之后的 token 编号
     labels = t.Dict().tag(sync=True)                          # 出现过的 token 编号（字符串）→ 显示文字
 
-    def __init__(self, tokenizer: BPETokenizer, sentence: str, *, n_steps: int | None = None,
+    def __init__(self, tokenizer, sentence: str, *, n_steps: int | None = None,
                  step: int = 0, **kwargs):
-        if not isinstance(tokenizer, BPETokenizer):
+        if not hasattr(tokenizer, "merge_history"):      # 不导入 tokenize：小部件只用分词器给的结果
             raise ValueError(f"tokenizer 应为 BPETokenizer，实际得到 {type(tokenizer).__name__}。")
         if not isinstance(sentence, str) or not sentence:
             raise ValueError(f"sentence 应为非空字符串，实际得到 {sentence!r}。")
@@ -62,7 +61,7 @@ class BPEMergeExplorer(CourseWidget):
         if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or not 0 <= n_steps <= total:
             raise ValueError(f"n_steps 应为 0 … {total} 之间的整数（合并表的长度），实际得到 {n_steps!r}。")
         n_steps = int(n_steps)
-        steps, ids = self._history(tokenizer, sentence, n_steps)
+        steps, ids = tokenizer.merge_history(sentence, n_steps)
         used = {i for row in ids for i in row}
         merges = [[token_label(tokenizer.token_bytes(a)), token_label(tokenizer.token_bytes(b)),
                    token_label(tokenizer.token_bytes(256 + k))]
@@ -71,20 +70,6 @@ class BPEMergeExplorer(CourseWidget):
                          change_ids=ids, labels={str(i): token_label(tokenizer.token_bytes(i)) for i in sorted(used)},
                          **kwargs)
         self.set(step)
-
-    @staticmethod
-    def _history(tokenizer, sentence, n_steps):
-        """依次做前 n_steps 次合并，记下这句话的切分每次变化后的样子。"""
-        chunks = [list(_to_bytes(c)) for c in split_chunks(sentence)]
-        flat = [i for c in chunks for i in c]
-        steps, ids = [0], [flat]
-        for k, pair in enumerate(tokenizer.merges[:n_steps]):
-            new = [_merge_word(c, pair, 256 + k) for c in chunks]
-            if any(len(a) != len(b) for a, b in zip(new, chunks)):
-                chunks = new
-                steps.append(k + 1)
-                ids.append([i for c in chunks for i in c])
-        return steps, ids
 
     @t.validate("step")
     def _clamp_step(self, proposal):
