@@ -67,3 +67,9 @@ def test_state_is_json_and_compact(tok):
     state = json.dumps(w.get_state())
     assert len(state) < 100_000
     assert "model.get" in w._esm and "save_changes" in w._esm
+
+
+def test_token_labels_group_consecutive_partial_bytes():
+    assert token_label("好".encode()[1:]) == "⟨a5 bd⟩"
+    assert token_label(b"\xa5\xbd" + "好".encode() + b"\xe5") == "⟨a5 bd⟩好⟨e5⟩"
+    assert token_label(b"") == ""

@@ -17,19 +17,29 @@ _SHOW = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
 
 def token_label(data: bytes) -> str:
     """token 的字节串 → 显示用的文字：合法的 UTF-8 照常显示（空白换成 ␣ ⏎ 等符号），
-    半个字符的字节写成十六进制，例如 ⟨e5 a5⟩。"""
-    out, i = [], 0
+    不成字符的字节（半个汉字）写成十六进制，连着的写在一起，例如 ⟨e5 a5⟩。"""
+    out, bad, i = [], [], 0
+
+    def flush():
+        if bad:
+            out.append("⟨" + " ".join(f"{b:02x}" for b in bad) + "⟩")
+            bad.clear()
+
     while i < len(data):
         try:
             text = data[i:].decode("utf-8", errors="surrogatepass")
-            out.append("".join(_SHOW.get(c, c) for c in text))
-            break
         except UnicodeDecodeError as exc:
-            good = data[i:i + exc.start].decode("utf-8", errors="surrogatepass")
-            out.append("".join(_SHOW.get(c, c) for c in good))
-            bad = data[i + exc.start:i + exc.end]
-            out.append("⟨" + " ".join(f"{b:02x}" for b in bad) + "⟩")
+            text = data[i:i + exc.start].decode("utf-8", errors="surrogatepass")
+            if text:
+                flush()
+                out.append("".join(_SHOW.get(c, c) for c in text))
+            bad.extend(data[i + exc.start:i + exc.end])
             i += exc.end
+            continue
+        flush()
+        out.append("".join(_SHOW.get(c, c) for c in text))
+        break
+    flush()
     return "".join(out)
 
 
