@@ -32,7 +32,7 @@ def _generate_merge(rng) -> tuple[Case, ...]:
         n = int(rng.integers(1, 16))
         ids = [int(x) for x in rng.integers(0, 3, size=n)]
         a, b = (int(x) for x in rng.integers(0, 3, size=2))
-        cases.append(Case((ids, (a, b), 256 + k), f"随机序列（长度 {n}）"))
+        cases.append(Case((ids, (a, b), 256 + k), f"小字母表上的随机序列 {k + 1}"))
     cases.append(Case(([0] * int(rng.integers(3, 9)), (0, 0), 300), "同一个 token 连续出现：重叠的对"))
     cases.append(Case(([10, 11, 12], (0, 1), 301), "没有这一对：原样返回"))
     return tuple(cases)
@@ -76,7 +76,7 @@ def _generate_best_pair(rng) -> tuple[Case, ...]:
         n = int(rng.integers(1, 7))
         words = [[int(x) for x in rng.integers(0, 5, size=int(rng.integers(2, 7)))] for _ in range(n)]
         freqs = [int(x) for x in rng.integers(1, 4, size=n)]
-        cases.append(Case((words, freqs), f"{n} 个随机块"))
+        cases.append(Case((words, freqs), f"随机的块与频数 {k + 1}"))
     return tuple(cases)
 
 
