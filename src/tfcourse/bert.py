@@ -23,7 +23,7 @@ from ._checks import describe_shape
 from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
-__all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens",
+__all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
            "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100          # 标签里 −100 表示"这个位置不计损失"（与 torch 的 cross_entropy 默认值一致）
@@ -263,16 +263,25 @@ def mask_tokens(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, speci
     normal_ids = normal.nonzero().squeeze(1)                            # 可以被选中、可以当随机替换的 id
     if normal_ids.numel() == 0:
         raise ValueError("词表里的 id 全是特殊 token：没有可以预测的普通 token。")
-
     # 三次随机抽取：选不选 / 选中后怎么处理 / 随机替换成哪个
     u_choose = torch.rand(ids.shape, generator=generator)
     u_action = torch.rand(ids.shape, generator=generator)
     random_ids = normal_ids[torch.randint(len(normal_ids), ids.shape, generator=generator)]
+    return mask_rule(ids, u_choose, u_action, random_ids, mask_id=mask_id, special_ids=special, p=p)
 
-    chosen = (u_choose < p) & normal[ids]                               # 特殊 token、填充永远不选
+
+def mask_rule(input_ids, u_choose, u_action, random_ids, *, mask_id: int, special_ids, p: float = 0.15):
+    """给定随机数时的 80/10/10 规则（mask_tokens 先抽随机数，再调用它）。所有张量形状相同 (B, T)。
+
+    选中：u_choose < p 且不是特殊 token（[MASK] 本身也算特殊）；选中的位置里
+    u_action < 0.8 → [MASK]，0.8 ≤ u_action < 0.9 → random_ids 里的 token，其余不变。
+    """
+    ids = input_ids
+    special = torch.tensor(sorted({int(i) for i in special_ids} | {int(mask_id)}), dtype=ids.dtype)
+    chosen = (u_choose < p) & ~torch.isin(ids, special)                 # 特殊 token、填充永远不选
     labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
     inputs = torch.where(chosen & (u_action < 0.8), torch.full_like(ids, mask_id), ids)
-    inputs = torch.where(chosen & (u_action >= 0.8) & (u_action < 0.9), random_ids, inputs)
+    inputs = torch.where(chosen & (u_action >= 0.8) & (u_action < 0.9), random_ids.to(ids.dtype), inputs)
     return inputs, labels
 
 
