@@ -24,7 +24,7 @@ from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
 __all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
-           "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "IGNORE_INDEX"]
+           "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100          # 标签里 −100 表示"这个位置不计损失"（与 torch 的 cross_entropy 默认值一致）
 INIT_STD = 0.02              # BERT 的初始化：权重取 N(0, 0.02²)，偏置取 0
@@ -197,10 +197,13 @@ class BertForMaskedLM(nn.Module):
         nn.init.zeros_(self.decoder.bias)
         self.decoder.weight = self.bert.tok_emb.weight                 # 绑定：输出层 = 词向量表 (V, C)
 
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """预测头：(..., C) → (..., V)。训练时只对被选中的位置调用它，省下 85% 的输出层计算。"""
+        h = self.transform_norm(F.gelu(self.transform(h)))             # (..., C)
+        return self.decoder(h)                                          # (..., V)
+
     def forward(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
-        h = self.bert(input_ids, token_type_ids, attention_mask)        # (B, T, C)
-        h = self.transform_norm(F.gelu(self.transform(h)))             # (B, T, C)
-        return self.decoder(h)                                          # (B, T, V)
+        return self.head(self.bert(input_ids, token_type_ids, attention_mask))   # (B, T, V)
 
 
 def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -292,7 +295,7 @@ def mask_rule(input_ids, u_choose, u_action, random_ids, *, mask_id: int, specia
 MINILM_MAX_TOKENS = 256          # sentence-transformers 对这个模型的截断长度（sentence_bert_config.json）
 
 
-def _hf_names(n_layers: int) -> dict[str, str]:
+def hf_parameter_names(n_layers: int) -> dict[str, str]:
     """本课程的参数名 → HF BertModel 的参数名。"""
     names = {
         "tok_emb.weight": "embeddings.word_embeddings.weight",
@@ -323,7 +326,7 @@ def load_hf_bert_weights(model: BertModel, tensors: dict[str, torch.Tensor]) -> 
 
     HF 的 pooler（[CLS] 上的 dense + tanh）本课程不用，忽略；position_ids 是缓冲区，不是权重。
     """
-    names = _hf_names(model.config.n_layers)
+    names = hf_parameter_names(model.config.n_layers)
     missing = [theirs for theirs in names.values() if theirs not in tensors]
     if missing:
         raise ValueError(f"权重文件里缺少 {len(missing)} 个参数，例如 {missing[:3]}：它不是 {model.config.n_layers} 层的 BERT。")
