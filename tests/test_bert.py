@@ -250,3 +250,28 @@ def test_bad_input_to_loss_and_embedding():
         mlm_loss(torch.zeros(1, 3, 5), torch.full((1, 3), -100))
     with pytest.raises(ValueError, match="一组字符串"):
         sentence_embedding(BertModel(TINY), None, "just one string")
+
+
+def test_loading_hf_weights_checks_names_and_shapes():
+    from tfcourse.bert import hf_parameter_names, load_hf_bert_weights
+
+    torch.manual_seed(0)
+    source = BertModel(TINY)
+    names = hf_parameter_names(TINY.n_layers)
+    tensors = {theirs: source.state_dict()[ours] for ours, theirs in names.items()}
+    target = load_hf_bert_weights(BertModel(TINY), tensors)
+    ids = torch.tensor([[2, 7, 8, 3]])
+    torch.testing.assert_close(target.eval()(ids), source.eval()(ids))
+    missing = dict(tensors)
+    del missing["encoder.layer.1.output.dense.weight"]
+    with pytest.raises(ValueError, match="缺少 1 个参数"):
+        load_hf_bert_weights(BertModel(TINY), missing)
+    with pytest.raises(ValueError, match="形状"):
+        load_hf_bert_weights(BertModel(TINY.replace(d_ff=32)), tensors)
+
+
+def test_sentence_embedding_does_not_depend_on_the_batch(minilm):
+    model, tokenizer, _ = minilm
+    together = sentence_embedding(model, tokenizer, SENTENCES, batch_size=len(SENTENCES))
+    alone = torch.cat([sentence_embedding(model, tokenizer, [s]) for s in SENTENCES])
+    assert (together - alone).abs().max().item() < 1e-5
