@@ -4,7 +4,7 @@
 - `BertModel`：词向量 + 段向量（segment）+ 可学习的位置向量 → LayerNorm → dropout → n_layers 个 post-LN 编码器层
   （`layers.EncoderLayer`，GELU 激活），输出每个位置的隐藏状态 (B, T, C)；
 - `BertForMaskedLM`：BertModel + 预测头（dense → GELU → LayerNorm → 与词向量表绑定的输出层），`mlm_loss`；
-- `mask_tokens`：BERT 的 15% / 80-10-10 掩码规则；
+- `mask_tokens`：BERT 的 15% / 80-10-10 掩码规则（先抽随机数，再调用 `mask_rule`：给定随机数时的规则本身）；
 - `load_minilm`：把 all-MiniLM-L6-v2 的权重（safetensors）装进本课程的 BertModel；`sentence_embedding`：
   真实 token 上求平均再做 L2 归一化（这个模型本来就是这样用的）。
 
