@@ -26,7 +26,7 @@ def minilm():
     """本课程装好的 MiniLM、它的分词器，以及 sentence-transformers 的参考（里面就是 transformers 的 BertModel）。"""
     from sentence_transformers import SentenceTransformer
 
-    from tfcourse.tokenize.wordpiece import minilm_dir
+    from tfcourse.data.minilm import minilm_dir
 
     model, tokenizer = load_minilm()
     st = SentenceTransformer(str(minilm_dir()), device="cpu")

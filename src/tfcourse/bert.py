@@ -347,7 +347,8 @@ def load_minilm():
     """all-MiniLM-L6-v2 → (BertModel（eval 模式）, WordPieceTokenizer)。文件的 SHA-256 先核对。"""
     from safetensors.torch import load_file
 
-    from .tokenize.wordpiece import WordPieceTokenizer, minilm_dir, minilm_weights
+    from .data.minilm import minilm_dir, minilm_weights
+    from .tokenize.wordpiece import WordPieceTokenizer
 
     model = load_hf_bert_weights(BertModel(MINILM), load_file(str(minilm_weights())))
     tokenizer = WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt", lowercase=True)
