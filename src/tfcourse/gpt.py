@@ -1,0 +1,173 @@
+"""GPT：只有解码器（decoder-only）的自回归语言模型。第 13 章引入。
+
+- `GPTConfig`：冻结的 dataclass，预设 `GPT_TINY`（测试用）、`GPT_SMALL`（第 13 章训练的尺寸）；
+- `GPT(config)`：词向量 + 可学习的位置向量 → n_layers 个 pre-LN 的 `EncoderLayer`（GELU，带因果掩码）
+  → 末尾 LayerNorm → 输出层（与词向量表共享权重）。`model(ids)` 给出每个位置对下一个 token 的 logits；
+- `generate(model, prompt_ids, max_new_tokens, ...)`：一个一个地往后写，支持贪心、温度、top-k、top-p
+  （见 `tfcourse.sampling`），默认用 KV 缓存（`attention.KVCache`）。
+
+"解码器"在这里没有交叉注意力：它就是编码器层加上因果掩码，所以直接用 `layers.EncoderLayer`。
+形状记号：B 批，T 位置数，C = d_model，V 词表大小，P 已缓存的位置数。
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ._checks import describe_shape
+from .attention import KVCache, causal_mask
+from .layers import EncoderLayer
+from .positional import LearnedPositionalEmbedding
+from .sampling import check_temperature, check_top_k, check_top_p, sample_next
+
+__all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate"]
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """GPT 的超参数。max_len：最多能处理的位置数（可学习的位置向量只有这么多）。"""
+
+    vocab_size: int
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 512
+    max_len: int = 128
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"GPTConfig.{name} 应为正整数，实际为 {value!r}。")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model 必须能被 n_heads 整除（每个头分到 d_model / n_heads 维）："
+                f"d_model={self.d_model}，n_heads={self.n_heads}，余 {self.d_model % self.n_heads}。"
+            )
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) \
+                or not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"GPTConfig.dropout 应在 [0, 1) 之间，实际为 {self.dropout!r}。")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes) -> "GPTConfig":
+        """返回改了几个字段的新配置（配置本身不可变）。"""
+        return dataclasses.replace(self, **changes)
+
+
+GPT_TINY = GPTConfig(vocab_size=50, d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=64)
+GPT_SMALL = GPTConfig(vocab_size=3000, d_model=128, n_heads=4, n_layers=2, d_ff=512, max_len=128)
+PRESETS = {"tiny": GPT_TINY, "small": GPT_SMALL}
+
+
+class GPT(nn.Module):
+    """只有解码器的语言模型：forward(ids (B, T)) → logits (B, T, V)，位置 t 的 logits 只依赖 ids[:, :t+1]。"""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise ValueError(f"config 应为 GPTConfig，实际得到 {type(config).__name__}。")
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = LearnedPositionalEmbedding(c.max_len, c.d_model)
+        self.drop = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=True, activation="gelu")
+            for _ in range(c.n_layers))
+        self.norm = nn.LayerNorm(c.d_model)                    # pre-LN 的栈末尾必须再归一化一次
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.lm_head.weight = self.tok_emb.weight              # 输出层与词向量表共享权重
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """GPT-2 的初始化：线性层与词向量取自 N(0, 0.02²)，偏置为 0；LayerNorm 为 (1, 0)。"""
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def new_cache(self) -> KVCache:
+        """一份空的 KV 缓存（每层一个）。"""
+        return KVCache(len(self.layers))
+
+    def _check_ids(self, ids, start: int) -> None:
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"ids 应为 (B, T) 的整数 torch.Tensor，实际为 {describe_shape(ids)}。")
+        if ids.shape[1] == 0:
+            raise ValueError("ids 至少要有 1 个位置（T ≥ 1）。")
+        V = self.config.vocab_size
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= V):
+            raise ValueError(
+                f"ids 应在词表范围 0…{V - 1} 之内，实际最小 {int(ids.min())}、最大 {int(ids.max())}。")
+        if start + ids.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"位置数超过 max_len={self.config.max_len}：已缓存 {start} 个、这次又给了 {ids.shape[1]} 个，"
+                f"共 {start + ids.shape[1]} 个，可学习的位置向量只有 {self.config.max_len} 个。")
+
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """ids (B, T) → logits (B, T, V)。cache：可选的 KVCache，这 T 个位置接在已缓存的 P 个之后。"""
+        P = 0 if cache is None else cache.length
+        self._check_ids(ids, P)
+        T = ids.shape[1]
+        x = self.tok_emb(ids) + self.pos_emb.weight[P:P + T]   # (B, T, C)：位置从 P 数起
+        x = self.drop(x)
+        # 位置 P + t 只能看 0…P + t：(T, P + T) 的下三角；只写一个新位置时它能看全部，不用掩码
+        mask = None if T == 1 else causal_mask(P + T, device=ids.device)[P:]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, cache=None if cache is None else cache[i])
+        return self.lm_head(self.norm(x))                      # (B, T, V)
+
+
+@torch.no_grad()
+def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None,
+             generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
+    """自回归生成：接着 prompt_ids (B, T0) 再写 max_new_tokens 个，返回 (B, T0 + max_new_tokens)。
+
+    每一步取最后一个位置的 logits，按 温度 → top-k → top-p 处理后抽样（见 sampling.sample_next）；
+    temperature = 0 是贪心（取 argmax，忽略 top_k、top_p）。use_cache=True 时每步只算新的那一个位置，
+    旧位置的键、值从 KV 缓存里取；False 时每步把整个序列重算一遍（结果相同，慢）。
+    一维的 prompt_ids 当作 B = 1。
+    """
+    if not isinstance(model, GPT):
+        raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
+    ids = torch.as_tensor(prompt_ids)
+    if ids.dim() == 1:
+        ids = ids[None]                                        # (T0,) -> (1, T0)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens 应为 ≥ 0 的整数，实际为 {max_new_tokens!r}。")
+    check_temperature(temperature)
+    if top_k is not None:
+        check_top_k(top_k)
+    if top_p is not None:
+        check_top_p(top_p)
+    model._check_ids(ids, 0)
+    total, max_len = ids.shape[1] + max_new_tokens, model.config.max_len
+    if total > max_len:
+        raise ValueError(
+            f"提示 {ids.shape[1]} 个 token 加上要生成的 {max_new_tokens} 个共 {total} 个位置，"
+            f"超过了模型的 max_len={max_len}。")
+    was_training = model.training
+    model.eval()
+    try:
+        cache = model.new_cache() if use_cache else None
+        step_in = ids                                          # 这一步要送进模型的位置
+        for _ in range(max_new_tokens):
+            logits = model(step_in if use_cache else ids, cache)[:, -1]     # (B, V)：只要最后一个位置
+            nxt = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)        # (B, T + 1)
+            step_in = nxt[:, None]                             # 有缓存时下一步只送这一个
+    finally:
+        model.train(was_training)
+    return ids
