@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tfcourse.attention import KVCache, MultiHeadAttention
-from tfcourse.gpt import GPT, GPT_TINY, GPTConfig, generate
+from tfcourse.gpt import GPT, GPT_TINY, GPTConfig, generate, mean_nll, train_lm
 
 
 @pytest.fixture(autouse=True)
@@ -133,3 +133,19 @@ def test_config_validation():
         GPTConfig(vocab_size=10, dropout=1.0)
     with pytest.raises(Exception):
         GPT_TINY.d_model = 7                                 # 冻结
+
+
+def test_train_lm_lowers_held_out_loss_and_mean_nll_counts_every_token():
+    torch.manual_seed(0)
+    pattern = torch.tensor([1, 2, 3, 4, 5, 6, 7] * 60)                # 周期为 7：学会了就几乎零损失
+    m = GPT(GPT_TINY.replace(vocab_size=10, max_len=16))
+    before = mean_nll(m, pattern[:100], 16)
+    hist = train_lm(m, pattern, steps=60, batch_size=8, block=16, peak_lr=1e-2, warmup_steps=5,
+                    progress=False, eval_fn=lambda: mean_nll(m, pattern[:100], 16), eval_every=20)
+    assert hist["eval_steps"] == [20, 40, 60] and len(hist["loss"]) == 60
+    assert before > 2.0 and hist["eval"][-1] < 0.2
+    ids = torch.randint(0, 10, (37,))
+    with torch.no_grad():                                             # 37 个 token、窗口 16：两个整窗 + 4 个
+        manual = sum(torch.nn.functional.cross_entropy(m(w[None, :-1])[0], w[1:], reduction="sum")
+                     for w in (ids[:17], ids[16:33], ids[32:]))
+    assert abs(mean_nll(m, ids, 16) - manual.item() / 36) < 1e-5

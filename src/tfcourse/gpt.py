@@ -4,7 +4,9 @@
 - `GPT(config)`：词向量 + 可学习的位置向量 → n_layers 个 pre-LN 的 `EncoderLayer`（GELU，带因果掩码）
   → 末尾 LayerNorm → 输出层（与词向量表共享权重）。`model(ids)` 给出每个位置对下一个 token 的 logits；
 - `generate(model, prompt_ids, max_new_tokens, ...)`：一个一个地往后写，支持贪心、温度、top-k、top-p
-  （见 `tfcourse.sampling`），默认用 KV 缓存（`attention.KVCache`）。
+  （见 `tfcourse.sampling`），默认用 KV 缓存（`attention.KVCache`）；
+- `train_lm(model, ids, ...)`：在一条长的 token 序列上随机取窗口训练（下一个 token 的交叉熵），带进度条；
+  `mean_nll(model, ids, block)`：留出序列上每个 token 的平均负对数似然（困惑度 = e 的这么多次方）。
 
 "解码器"在这里没有交叉注意力：它就是编码器层加上因果掩码，所以直接用 `layers.EncoderLayer`。
 形状记号：B 批，T 位置数，C = d_model，V 词表大小，P 已缓存的位置数。
@@ -17,13 +19,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import describe_shape
+from ._checks import describe_shape, positive_int
 from .attention import KVCache, causal_mask
 from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 from .sampling import check_temperature, check_top_k, check_top_p, sample_next
 
-__all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate"]
+__all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate", "train_lm", "mean_nll"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class GPT(nn.Module):
         self.norm = nn.LayerNorm(c.d_model)                    # pre-LN 的栈末尾必须再归一化一次
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.lm_head.weight = self.tok_emb.weight              # 输出层与词向量表共享权重
+        # 因果掩码只建一次（max_len × max_len 的下三角），每次前向切出需要的那一块
+        self.register_buffer("causal", causal_mask(c.max_len), persistent=False)
         self.reset_parameters()
 
     @torch.no_grad()
@@ -115,17 +119,21 @@ class GPT(nn.Module):
                 f"位置数超过 max_len={self.config.max_len}：已缓存 {start} 个、这次又给了 {ids.shape[1]} 个，"
                 f"共 {start + ids.shape[1]} 个，可学习的位置向量只有 {self.config.max_len} 个。")
 
-    def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """ids (B, T) → logits (B, T, V)。cache：可选的 KVCache，这 T 个位置接在已缓存的 P 个之后。"""
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
+        """ids (B, T) → logits (B, T, V)。cache：可选的 KVCache，这 T 个位置接在已缓存的 P 个之后。
+
+        last_only=True：只给最后一个位置算输出层，返回 (B, 1, V)（生成时只需要它）。"""
         P = 0 if cache is None else cache.length
         self._check_ids(ids, P)
         T = ids.shape[1]
         x = self.tok_emb(ids) + self.pos_emb.weight[P:P + T]   # (B, T, C)：位置从 P 数起
         x = self.drop(x)
         # 位置 P + t 只能看 0…P + t：(T, P + T) 的下三角；只写一个新位置时它能看全部，不用掩码
-        mask = None if T == 1 else causal_mask(P + T, device=ids.device)[P:]
+        mask = None if T == 1 else self.causal[P:P + T, :P + T]
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, cache=None if cache is None else cache[i])
+        if last_only:
+            x = x[:, -1:]                                      # (B, 1, C)
         return self.lm_head(self.norm(x))                      # (B, T, V)
 
 
@@ -164,10 +172,102 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
         cache = model.new_cache() if use_cache else None
         step_in = ids                                          # 这一步要送进模型的位置
         for _ in range(max_new_tokens):
-            logits = model(step_in if use_cache else ids, cache)[:, -1]     # (B, V)：只要最后一个位置
+            logits = model(step_in if use_cache else ids, cache, last_only=True)[:, -1]   # (B, V)
             nxt = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
             ids = torch.cat([ids, nxt[:, None]], dim=1)        # (B, T + 1)
             step_in = nxt[:, None]                             # 有缓存时下一步只送这一个
     finally:
         model.train(was_training)
     return ids
+
+
+def _check_stream(ids, block: int, name: str) -> torch.Tensor:
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{name} 应为一维的整数 torch.Tensor（整段语料的 token id），实际为 {describe_shape(ids)}。")
+    if ids.numel() < block + 1:
+        raise ValueError(f"{name} 至少要有 block + 1 = {block + 1} 个 token，实际只有 {ids.numel()} 个。")
+    return ids
+
+
+def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, block: int, peak_lr: float,
+             warmup_steps: int = 0, weight_decay: float = 0.1, seed: int = 0, progress=True,
+             eval_fn=None, eval_every: int = 0, desc: str = "训练 GPT") -> dict:
+    """语言模型的训练循环：每步从 ids 里随机取 batch_size 个长 block + 1 的窗口，
+    输入前 block 个、预测后 block 个（整体右移一位），AdamW + 线性预热 / 线性衰减 + 梯度裁剪 1.0。
+
+    eval_fn()：每 eval_every 步调用一次（以及最后一步），返回一个数（例如留出集的平均损失）。
+    返回 {"loss": 每步训练损失, "eval_steps": [...], "eval": [...], "seconds": 训练用时}。
+    """
+    import time
+
+    from .train import warmup_linear_lr
+
+    if not isinstance(model, GPT):
+        raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
+    steps, batch_size, block = (positive_int(v, n) for v, n in ((steps, "steps"), (batch_size, "batch_size"),
+                                                                    (block, "block")))
+    if block > model.config.max_len:
+        raise ValueError(f"窗口长度 block={block} 超过了模型的 max_len={model.config.max_len}。")
+    ids = _check_stream(ids, block, "ids")
+    gen = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=weight_decay)
+    offsets = torch.arange(block + 1)
+    bar, own_bar = progress, False
+    if progress is True:
+        from tqdm.auto import tqdm
+        bar, own_bar = tqdm(total=steps, desc=desc), True
+    elif progress is False:
+        bar = None
+    history = {"loss": [], "eval_steps": [], "eval": []}
+    model.train()
+    t0 = time.perf_counter()
+    try:
+        for step in range(1, steps + 1):
+            for group in opt.param_groups:
+                group["lr"] = warmup_linear_lr(step, peak_lr, warmup_steps, steps)
+            start = torch.randint(0, ids.numel() - block, (batch_size,), generator=gen)
+            window = ids[start[:, None] + offsets]                      # (B, block + 1)
+            logits = model(window[:, :-1])                              # (B, block, V)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            history["loss"].append(loss.item())
+            if eval_fn is not None and eval_every and (step % eval_every == 0 or step == steps):
+                model.eval()
+                history["eval_steps"].append(step)
+                history["eval"].append(float(eval_fn()))
+                model.train()
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+    finally:
+        if own_bar:
+            bar.close()
+        model.eval()
+    history["seconds"] = time.perf_counter() - t0
+    return history
+
+
+@torch.no_grad()
+def mean_nll(model: GPT, ids: torch.Tensor, block: int, batch_size: int = 64) -> float:
+    """留出序列上的平均负对数似然（nats / token）：切成不重叠的长 block 的窗口，
+    ids[1:] 的每个 token 恰好被预测一次；上文只算到窗口开头为止，所以每个窗口开头几个 token 的上文较短。"""
+    block = positive_int(block, "block")
+    ids = _check_stream(ids, block, "ids")
+    n = (ids.numel() - 1) // block * block
+    x, y = ids[:n].view(-1, block), ids[1:n + 1].view(-1, block)   # (N, block)
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for i in range(0, x.shape[0], batch_size):
+        logits = model(x[i:i + batch_size])
+        total += nn.functional.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(),
+                                             reduction="sum").item()
+    rest = ids[n:]                                                 # 末尾不满一个窗口的部分
+    if rest.numel() > 1:
+        logits = model(rest[:-1][None])
+        total += nn.functional.cross_entropy(logits[0], rest[1:], reduction="sum").item()
+    model.train(was_training)
+    return total / (ids.numel() - 1)
