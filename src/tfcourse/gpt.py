@@ -91,15 +91,20 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        """GPT-2 的初始化：线性层与词向量取自 N(0, 0.02²)，偏置为 0；LayerNorm 为 (1, 0)。"""
+        """初始化：线性层取自 N(0, 0.02²)（GPT-2 的做法），偏置为 0，LayerNorm 为 (1, 0)；
+        词向量表（也是输出层）取自 N(0, 1/d_model)，让初始的 logits 标准差约为 1。
+
+        GPT-2 的词向量也用 0.02，那是对 d_model = 768 而言；小模型照搬时初始 logits 只有约 0.2，
+        共享权重的输出层要花很多步才"长大"，训练明显变慢（第 13 章的小模型上实测过）。"""
         for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
+            if isinstance(m, nn.Linear):
                 nn.init.normal_(m.weight, std=0.02)
-                if getattr(m, "bias", None) is not None:
+                if m.bias is not None:
                     nn.init.zeros_(m.bias)
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+        nn.init.normal_(self.tok_emb.weight, std=self.config.d_model ** -0.5)
 
     def new_cache(self) -> KVCache:
         """一份空的 KV 缓存（每层一个）。"""
