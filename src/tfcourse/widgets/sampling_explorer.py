@@ -31,7 +31,7 @@ def trace_generation(model, prompt_ids, max_new_tokens: int, *, temperature: flo
 
     返回字典：ids（提示 + 生成的全部 id）、n_prompt、cand_ids (n, n_top)、probs (n_T, n, n_top)、
     kept (n_T, n_k, n_p, n)：先 top-k 再 top-p 之后留下的候选个数（留下的总是打分最高的那几个）、
-    kept_mass（同形状）：留下的候选在该温度下的总概率、drawn_rank (n,)：抽中的 token 在候选里排第几（超出 n_top 为 −1）。
+    kept_mass（同形状）：留下的候选在该温度下的总概率、drawn_rank (n,)：抽中的 token 的打分在整个词表里排第几（0 起；可能超出 n_top）。
     """
     if not isinstance(model, gpt_module.GPT):
         raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
@@ -74,7 +74,7 @@ def trace_generation(model, prompt_ids, max_new_tokens: int, *, temperature: flo
     return {
         "ids": ids[0].tolist(), "n_prompt": int(n_prompt), "cand_ids": cand.tolist(),
         "probs": probs, "kept": kept, "kept_mass": mass,
-        "drawn_rank": [int(r) if r < n_top else -1 for r in rank.tolist()],
+        "drawn_rank": [int(r) for r in rank.tolist()],
         "temperatures": temperatures, "top_ks": list(top_ks), "top_ps": [float(p) for p in top_ps],
         "generation": {"temperature": float(temperature), "top_k": top_k or 0,
                        "top_p": 1.0 if top_p is None else float(top_p), "seed": int(seed)},

@@ -50,9 +50,9 @@ function render({ model, el }) {
       ` 个候选，它们的总概率 `, h("strong", { "data-testid": "kept-mass", text: massBoth.toFixed(3) }), "。",
       h("br"),
       `这一步实际抽中「${toks[n0 + s]}」：`,
-      rank < 0 ? "它不在打分最高的 30 个里。" :
-        `打分排第 ${rank + 1}，这个温度下概率 ${probs[rank].toFixed(3)}；` +
-        (rank < nBoth ? "当前规则下它还留着。" : "当前规则下它会被去掉。")
+      rank >= cands.length ? `打分排第 ${rank + 1}，不在下面列出的前 ${cands.length} 个里；` :
+        `打分排第 ${rank + 1}，这个温度下概率 ${probs[rank].toFixed(3)}；`,
+      rank < nBoth ? "当前规则下它还留着。" : "当前规则下它会被去掉。"
     );
     bars.replaceChildren();
     const top = Math.max(...probs, 1e-9);
