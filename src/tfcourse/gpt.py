@@ -64,7 +64,7 @@ class GPTConfig:
 
 
 GPT_TINY = GPTConfig(vocab_size=50, d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=64)
-GPT_SMALL = GPTConfig(vocab_size=3000, d_model=128, n_heads=4, n_layers=2, d_ff=512, max_len=128)
+GPT_SMALL = GPTConfig(vocab_size=1002, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)   # 1000 个字 + 2
 PRESETS = {"tiny": GPT_TINY, "small": GPT_SMALL}
 
 
