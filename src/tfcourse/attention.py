@@ -4,7 +4,8 @@
 - 第 2 章：`scaled_dot_product_attention_numpy`（手算之后的 numpy 版）；
 - 第 3 章：torch 版 `scaled_dot_product_attention`，`causal_mask`，`padding_mask`，
   以及缩放实验用的 `scaling_statistics`；
-- 第 4 章：`MultiHeadAttention`。
+- 第 4 章：`MultiHeadAttention`；
+- 第 13 章：`KVCache`（自回归生成时缓存每层已经算过的键、值，`MultiHeadAttention.forward(..., cache=)` 往里追加）。
 
 掩码约定与 torch.nn.functional.scaled_dot_product_attention 相同：布尔张量，True 表示"可以看"。
 """
@@ -21,7 +22,7 @@ from ._checks import as_float_array, describe_shape, finite_number, positive_int
 __all__ = [
     "softmax", "simple_attention", "first_token_attention_readout",
     "scaled_dot_product_attention_numpy", "scaled_dot_product_attention", "causal_mask", "padding_mask",
-    "scaling_samples", "scaling_statistics", "MultiHeadAttention",
+    "scaling_samples", "scaling_statistics", "MultiHeadAttention", "LayerKVCache", "KVCache",
 ]
 
 
@@ -153,7 +154,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
         _check_mask(mask, tuple(scores.shape))
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)                           # 每行对允许的键和为 1
-    if mask is not None:                                       # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0
+    # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0。这样的行第一列一定是 NaN：先只看第一列（便宜），
+    # 有可疑的行才去查掩码（输入本身的 NaN 所在的行有可以看的键，不会被改掉）
+    if mask is not None and bool(weights[..., :1].isnan().any()):
         weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     if dropout is not None:
         weights = dropout(weights)
@@ -279,7 +282,9 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, self.n_heads, self.d_head).transpose(1, 2)   # (B, L, C) -> (B, H, L, D)
 
-    def forward(self, query, key=None, value=None, mask=None):
+    def forward(self, query, key=None, value=None, mask=None, cache: "LayerKVCache | None" = None):
+        """cache（第 13 章）：一层的 KV 缓存。给了它，本次算出的 k、v 先接在缓存里已有的 P 个位置后面，
+        再做注意力：键的长度 S = P + 本次的长度，mask 也要按这个 S 给（(T, P + T) 等）；缓存随之变长。"""
         key = query if key is None else key
         value = key if value is None else value
         for name, x in (("query", query), ("key", key), ("value", value)):
@@ -291,14 +296,18 @@ class MultiHeadAttention(nn.Module):
                 f"query、key、value 的批大小须相同，key 与 value 的长度须相同："
                 f"query {describe_shape(query)}，key {describe_shape(key)}，value {describe_shape(value)}。"
             )
-        B, T, S = query.shape[0], query.shape[1], key.shape[1]
+        if cache is not None and not isinstance(cache, LayerKVCache):
+            raise ValueError(f"cache 应为 LayerKVCache（KVCache 的一层）或 None，实际得到 {type(cache).__name__}。")
+        q = self._split(self.q_proj(query))                    # (B, H, T, D)
+        k = self._split(self.k_proj(key))                      # (B, H, S, D)
+        v = self._split(self.v_proj(value))                    # (B, H, S, D)
+        if cache is not None:
+            k, v = cache.append(k, v)                          # (B, H, P + S, D)：接在已缓存的位置后面
+        B, T, S = query.shape[0], query.shape[1], k.shape[2]
         if mask is not None:
             _check_mask(mask, (B, T, S) if mask.dim() <= 3 else (B, 1, T, S))
             if mask.dim() == 3:
                 mask = mask[:, None]                            # (B, T, S) -> (B, 1, T, S)：所有头共用
-        q = self._split(self.q_proj(query))                    # (B, H, T, D)
-        k = self._split(self.k_proj(key))                      # (B, H, S, D)
-        v = self._split(self.v_proj(value))                    # (B, H, S, D)
         out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)   # (B, H, T, D)
         out = out.transpose(1, 2).reshape(B, T, self.d_model)  # (B, H, T, D) -> (B, T, C)：拼接各头
         return self.out_proj(out), weights
@@ -322,3 +331,57 @@ class MultiHeadAttention(nn.Module):
                 proj.bias.copy_(b)
         self.out_proj.load_state_dict(other.out_proj.state_dict())
         return self
+
+
+# ---------------------------------------------------------------------------
+# 第 13 章：KV 缓存
+# ---------------------------------------------------------------------------
+
+class LayerKVCache:
+    """一层注意力的 KV 缓存：k、v 形状 (B, H, S, D)，S 是已经缓存的位置数；开始时为空（None）。"""
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def append(self, k: torch.Tensor, v: torch.Tensor):
+        """把新位置的 k、v (B, H, T, D) 接在后面，返回接好的 (B, H, S + T, D) 两个张量。"""
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
+                raise ValueError(
+                    f"新的 k 的形状 {describe_shape(k)} 与缓存里的 {describe_shape(self.k)} 不匹配"
+                    "（批大小 B、头数 H、每头维数 D 须相同）。"
+                )
+            self.k = torch.cat([self.k, k], dim=2)             # (B, H, S + T, D)
+            self.v = torch.cat([self.v, v], dim=2)
+        return self.k, self.v
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+
+class KVCache:
+    """整个模型的 KV 缓存：每层一个 LayerKVCache。cache[i] 交给第 i 层的自注意力。
+
+    length：已缓存的位置数；nbytes：全部 k、v 张量占的字节数（= 2 · L · B · H · D · S · 每个数的字节数）。
+    """
+
+    def __init__(self, n_layers: int):
+        self.layers = [LayerKVCache() for _ in range(positive_int(n_layers, "n_layers"))]
+
+    def __getitem__(self, i: int) -> LayerKVCache:
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].length
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for layer in self.layers for t in (layer.k, layer.v) if t is not None)

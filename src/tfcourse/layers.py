@@ -2,7 +2,8 @@
 
 - 第 6 章：`FeedForward`，残差 + LayerNorm 的两种摆法（post-LN 是论文的做法，默认；pre-LN 用 norm_first=True）；
 - 第 7 章：`EncoderLayer`、`Encoder`；
-- 第 8 章：`DecoderLayer`、`Decoder`。
+- 第 8 章：`DecoderLayer`、`Decoder`；
+- 第 13 章：`EncoderLayer.forward(..., cache=)`，GPT 生成时用的 KV 缓存（见 attention.KVCache）。
 
 每个类都有 `load_torch_weights(torch 模块)`：把 torch.nn.TransformerEncoderLayer / TransformerDecoderLayer /
 TransformerEncoder / TransformerDecoder 的权重抄过来，用来逐位比对。掩码约定同 attention 模块：True 表示"可以看"。
@@ -92,17 +93,19 @@ class EncoderLayer(nn.Module):
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
         self.attn_weights: torch.Tensor | None = None      # 最近一次前向的自注意力权重 (B, H, S, S)
 
-    def _attend(self, x, mask):
-        out, weights = self.self_attn(x, x, x, mask)
+    def _attend(self, x, mask, cache=None):
+        out, weights = self.self_attn(x, x, x, mask, cache=cache)
         self.attn_weights = weights.detach()
         return self.dropout1(out)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache=None) -> torch.Tensor:
+        """cache：可选的 attention.LayerKVCache（第 13 章，GPT 生成时用）；给了它，自注意力的键、值里
+        还包括缓存的位置，mask 的最后一维按缓存后的长度给。"""
         _check_input(x, self.d_model, "编码器层的输入 x")
         if self.norm_first:
-            x = x + self._attend(self.norm1(x), mask)
+            x = x + self._attend(self.norm1(x), mask, cache)
             return x + self.dropout2(self.ffn(self.norm2(x)))
-        x = self.norm1(x + self._attend(x, mask))                 # (B, S, C)
+        x = self.norm1(x + self._attend(x, mask, cache))          # (B, S, C)
         return self.norm2(x + self.dropout2(self.ffn(x)))
 
     @torch.no_grad()
