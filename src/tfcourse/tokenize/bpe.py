@@ -72,36 +72,24 @@ def _merge_tracked(word: list[int], pair: tuple[int, int], new_id: int, f: int, 
     合并过的新序列里的符号，所以 "a b a b" 这样连续的合并也算得对。
     """
     a, b = pair
-    n = len(word)
-    out: list[int] = []
-    i = 0
-    while True:
-        try:
-            k = word.index(a, i)
-        except ValueError:
-            break
-        if k + 1 >= n:
-            break
-        if word[k + 1] != b:
-            out.extend(word[i:k + 1])
-            i = k + 1
-            continue
-        out.extend(word[i:k])
-        if out:
-            left = out[-1]
-            touched[left, a] -= f
-            touched[left, new_id] += f
-            where[left, new_id].add(j)
-        if k + 2 < n:
-            right = word[k + 2]
-            touched[b, right] -= f
-            touched[new_id, right] += f
-            where[new_id, right].add(j)
-        out.append(new_id)
-        i = k + 2
-    if not out:                      # 这一块里其实没有 pair（"哪些块含有它"的登记可以过期）
-        return word
-    out.extend(word[i:])
+    out, i, n = [], 0, len(word)
+    while i < n:
+        if i + 1 < n and word[i] == a and word[i + 1] == b:
+            if out:                              # 左邻居
+                left = out[-1]
+                touched[left, a] -= f
+                touched[left, new_id] += f
+                where[left, new_id].add(j)
+            if i + 2 < n:                        # 右邻居
+                right = word[i + 2]
+                touched[b, right] -= f
+                touched[new_id, right] += f
+                where[new_id, right].add(j)
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
     return out
 
 
