@@ -8,6 +8,11 @@ os.environ.setdefault("TFCOURSE_STRICT_FONTS", "1")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # make test 用 2 个 xdist 进程跑在 2 个核上：每个进程只用 1 个线程。线程数超过核数时，
+    # OpenMP 线程互相等待，小模型的训练测试会慢上好几倍。
+    torch.set_num_threads(1)
+
 
 @pytest.fixture
 def one_thread():
