@@ -328,7 +328,7 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
-                  "BPEMergeExplorer": ".tfc-bpe"}
+                  "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -382,6 +382,14 @@ def intended_views(notebook: pathlib.Path) -> list[tuple[str, dict]]:
                 cls, view = made[call.func.value.id]
                 _apply_setter(cls, call.func.attr, call, view, env)
                 continue
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+                    and stmt.value.func.id == "trace_generation":
+                # 采样探索器的初始设置 = 生成时的设置：记下 trace_generation 的关键字参数
+                a = _call_args(stmt.value, [], {"temperature": 1.0, "top_k": None, "top_p": None}, env)
+                env[stmt.targets[0].id] = {"__trace__": {"temperature": a["temperature"], "top_k": a["top_k"] or 0,
+                                                         "top_p": 1.0 if a["top_p"] is None else a["top_p"]}}
+                continue
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 value = _eval(stmt.value, env)
                 env.pop(stmt.targets[0].id, None)
@@ -421,6 +429,13 @@ def _constructor_view(cls, call, env) -> dict:
         return {"query": _call_args(call, ["keys", "tokens", "values"], {"query": (0.0, 1.0)}, env)["query"]}
     if cls == "BPEMergeExplorer":
         return {"step": _call_args(call, ["tokenizer", "sentence"], {"step": 0}, env)["step"]}
+    if cls == "SamplingExplorer":
+        a = _call_args(call, ["trace", "itos"], {"step": 0}, env)
+        g = a["trace"].get("__trace__") if isinstance(a["trace"], dict) else None
+        view = {"step": a["step"], "temperature": UNKNOWN, "top_k": UNKNOWN, "top_p": UNKNOWN}
+        if g is not None:
+            view.update(g)
+        return view
     raise AssertionError(cls)
 
 
@@ -440,6 +455,9 @@ def _apply_setter(cls, method, call, view, env):
         view.update({k: v for k, v in _call_args(call, names, {}, env).items() if v is not None})
     elif cls == "BPEMergeExplorer" and method == "set":
         view["step"] = _call_args(call, ["step"], {}, env)["step"]
+    elif cls == "SamplingExplorer" and method == "set":
+        view.update({k: v for k, v in _call_args(call, ["step", "temperature", "top_k", "top_p"], {}, env).items()
+                     if v is not None})
     elif cls == "AttentionPlayground" and method == "set_query":
         a = _call_args(call, ["x", "y"], {}, env)
         view["query"] = (a["x"], a["y"])
@@ -474,6 +492,10 @@ def shown_view(cls, root) -> dict:
         return {"query": tuple(q)}
     if cls == "BPEMergeExplorer":
         return {"step": int(root.locator("[data-testid=step]").input_value())}
+    if cls == "SamplingExplorer":
+        outs = root.locator(".tfc-control output").all_inner_texts()     # 第几步、温度、top-k、top-p
+        return {"step": int(root.locator("[data-testid=step]").input_value()), "temperature": float(outs[1]),
+                "top_k": 0 if outs[2] == "不用" else int(outs[2]), "top_p": 1.0 if outs[3] == "不用" else float(outs[3])}
     raise AssertionError(cls)
 
 
@@ -484,6 +506,8 @@ def _same(cls, key, want, got) -> bool:
         return len(got) == 2 and all(abs(float(w) - g) < 5e-3 for w, g in zip(want, got))
     if cls == "RNNMemoryExplorer" and key in ("w_hh", "w_xh"):
         return abs(float(want) - got) < 0.026                # 滑块取最近的网格值（0.05 一档）
+    if cls == "SamplingExplorer" and key in ("temperature", "top_p"):
+        return abs(float(want) - got) < 1e-6
     if cls == "ScalingExplorer" and key == "d_k":
         return int(want) == got
     return want == got
@@ -506,6 +530,39 @@ def test_intended_views_reads_constructor_and_same_cell_setters(tmp_path):
     assert views[1] == ("PositionalEncodingExplorer", {"position": 3, "pair": 0})
     assert views[2][0] == "ArchitectureMap" and views[2][1]["selected"] is UNKNOWN
     assert len(views) == 3
+
+
+def test_intended_views_reads_the_sampling_explorer_generation_settings(tmp_path):
+    nb = {"cells": [
+        {"cell_type": "code", "source": "trace = trace_generation(model, prompt, 30, temperature=1.2, top_k=5,\n"
+                                        "                         seed=1)\nex = SamplingExplorer(trace, itos)\nex\n"},
+        {"cell_type": "code", "source": "ex2 = SamplingExplorer(other, itos, step=4)\nex2.set(top_p=0.8)\nex2\n"},
+    ]}
+    path = tmp_path / "t.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    views = intended_views(path)
+    assert views[0] == ("SamplingExplorer", {"step": 0, "temperature": 1.2, "top_k": 5, "top_p": 1.0})
+    assert views[1][1]["step"] == 4 and views[1][1]["top_p"] == 0.8 and views[1][1]["temperature"] is UNKNOWN
+    # 第 13 章：生成用 温度 1.0、top-p 0.9，打开时就显示这组设置
+    ch13 = ROOT / "book" / "p3-pretraining" / "ch13-gpt.ipynb"
+    assert ("SamplingExplorer", {"step": 0, "temperature": 1.0, "top_k": 0, "top_p": 0.9}) in intended_views(ch13)
+
+
+def test_sampling_explorer_shown_view_is_the_intended_view(browser):
+    from tfcourse.widgets import SamplingExplorer
+    trace, _ = _sampling_trace()
+    w = SamplingExplorer(trace, [f"t{i}" for i in range(60)], step=2)
+    page, errors = _harness(browser, w)
+    got = shown_view("SamplingExplorer", page.locator(WIDGET_CLASSES["SamplingExplorer"]))
+    want = {"step": 2, "temperature": 1.0, "top_k": 0, "top_p": 0.9}
+    assert all(_same("SamplingExplorer", k, v, got[k]) for k, v in want.items()), got
+    w.set(temperature=0.5, top_k=20, top_p=1.0)             # 换一组设置再打开：读出来的也跟着变
+    page.close()
+    page, errors2 = _harness(browser, w)
+    got = shown_view("SamplingExplorer", page.locator(WIDGET_CLASSES["SamplingExplorer"]))
+    assert got == {"step": 2, "temperature": 0.5, "top_k": 20, "top_p": 1.0}
+    assert errors == errors2 == []
+    page.close()
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -580,6 +637,87 @@ def test_bpe_explorer_steps_follow_the_package(browser, theme):
     assert page.evaluate("window.state.step") == max(c for c in w.change_steps if c < w.n_steps)
     assert _visible_in_viewport(page, root.locator("[data-testid=bpe-tokens]"))   # 手机宽度放得下
     ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-readout", ".tfc-bpe-tok", ".tfc-note", "button"])
+    assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
+    assert errors == []
+    page.close()
+
+
+# ---------- 采样探索器（第 13 章）：拖动温度、top-k、top-p 之后，留下的候选和概率 = tfcourse.sampling 算的 ----------
+
+def _sampling_trace():
+    import torch
+
+    from tfcourse.gpt import GPT, GPTConfig
+    from tfcourse.widgets.sampling_explorer import trace_generation
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=60, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16)).eval()
+    prompt = torch.tensor([[0, 5, 7]])
+    trace = trace_generation(model, prompt, 8, temperature=1.0, top_p=0.9, seed=1)
+    with torch.no_grad():
+        logits = model(torch.tensor([trace["ids"][:-1]]))[0, 2:]            # (8, V)：每一步的打分
+    return trace, logits
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_sampling_explorer_controls_follow_the_package(browser, theme):
+    import torch
+
+    from test_site import _CONTRAST_JS
+    from tfcourse import sampling
+    from tfcourse.widgets import SamplingExplorer
+    trace, logits = _sampling_trace()
+    w = SamplingExplorer(trace, [f"t{i}" for i in range(60)])
+    page, errors = _harness(browser, w, theme=theme, width=390)
+    root = page.locator(".tfc-sampling")
+    n_top = len(trace["cand_ids"][0])
+
+    def check(step, temperature, top_k, top_p):
+        z = sampling.apply_sampling_rules(logits[step], temperature, top_k=top_k or None,
+                                          top_p=None if top_p == 1.0 else top_p)
+        keep = torch.isfinite(z)
+        p_all = (logits[step] / temperature).softmax(dim=-1)
+        p_kept = z.softmax(dim=-1)
+        assert int(root.locator("[data-testid=n-kept]").inner_text()) == int(keep.sum())
+        assert float(root.locator("[data-testid=kept-mass]").inner_text()) == \
+            pytest.approx(float(p_all[keep].sum()), abs=6e-4)
+        for r, tok in enumerate(trace["cand_ids"][step][:n_top]):
+            row = root.locator(f"[data-testid=cand-{r}]")
+            assert ("tfc-off" not in row.get_attribute("class")) == bool(keep[tok]), (r, tok)
+            nums = [float(v) for v in re.findall(r"\d+\.\d+", row.locator(".tfc-cand-value").inner_text())]
+            assert nums[0] == pytest.approx(float(p_all[tok]), abs=6e-4)
+            if keep[tok]:                                   # 括号里：重新归一化后真正抽样用的概率
+                assert nums[1] == pytest.approx(float(p_kept[tok]), abs=2e-3)
+            else:
+                assert len(nums) == 1
+        shown = "".join(root.locator("[data-testid=prefix] .tfc-tok").all_inner_texts())
+        assert shown == "".join(f"t{i}" for i in trace["ids"][:trace["n_prompt"] + step + 1])
+
+    def move(key, index):
+        root.locator(f"[data-testid={key}]").fill(str(index))
+        assert page.evaluate(f"window.state.{key}") == index
+
+    # 打开时：第 1 步，生成时的设置（温度 1.0、不用 top-k、top-p = 0.9）
+    assert root.locator("[data-testid=step]").input_value() == "0"
+    check(0, 1.0, 0, 0.9)
+    move("step", 3)
+    move("t_index", trace["temperatures"].index(0.5))
+    check(3, 0.5, 0, 0.9)
+    move("k_index", trace["top_ks"].index(5))
+    move("p_index", trace["top_ps"].index(1.0))
+    check(3, 0.5, 5, 1.0)                                   # 只用 top-k：正好 5 个
+    assert int(root.locator("[data-testid=n-kept]").inner_text()) == 5
+    move("t_index", trace["temperatures"].index(1.5))
+    move("p_index", trace["top_ps"].index(0.7))
+    check(3, 1.5, 5, 0.7)                                   # 两条都用
+    move("k_index", trace["top_ks"].index(0))
+    move("step", 7)
+    check(7, 1.5, 0, 0.7)                                   # 只用 top-p
+    # 手机宽度放得下：不出现横向滚动条，候选列表在窗口宽度之内
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = root.locator(".tfc-cands").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390.5
+    ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-readout", ".tfc-note", ".tfc-cand-name",
+                                          ".tfc-cand-value", "label", "output"])
     assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
     assert errors == []
     page.close()
