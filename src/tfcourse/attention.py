@@ -154,9 +154,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
         _check_mask(mask, tuple(scores.shape))
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)                           # 每行对允许的键和为 1
-    # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0。这样的行第一列一定是 NaN：先只看第一列（便宜），
-    # 有可疑的行才去查掩码（输入本身的 NaN 所在的行有可以看的键，不会被改掉）
-    if mask is not None and bool(weights[..., :1].isnan().any()):
+    if mask is not None:                                       # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0
         weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     if dropout is not None:
         weights = dropout(weights)
