@@ -382,6 +382,12 @@ def intended_views(notebook: pathlib.Path) -> list[tuple[str, dict]]:
                 cls, view = made[call.func.value.id]
                 _apply_setter(cls, call.func.attr, call, view, env)
                 continue
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Attribute) and isinstance(stmt.targets[0].value, ast.Name) \
+                    and stmt.targets[0].value.id in made and stmt.targets[0].attr == "map_index":
+                # heat.map_index = …：打开时显示这一张图（值求不出来就不比）
+                made[stmt.targets[0].value.id][1]["map"] = _eval(stmt.value, env)
+                continue
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                     and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
                     and stmt.value.func.id == "trace_generation":
