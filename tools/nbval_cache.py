@@ -124,6 +124,18 @@ def _store(cache_path: pathlib.Path, path: pathlib.Path, entry: dict, state: dic
         )
 
 
+# nbval 在收到单元的执行回复之后，只等 5 秒下一条 iopub 消息（写死在 IPyNbCell 里）。机器忙的时候，
+# 训练单元的进度条消息会在 iopub 队列里排队超过 5 秒，这个单元就被误判为超时（CI 上出现过）。
+# 单元真正卡住时，由 --nbval-cell-timeout 负责。
+OUTPUT_TIMEOUT = 120
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if hasattr(item, "output_timeout"):
+            item.output_timeout = max(item.output_timeout, OUTPUT_TIMEOUT)
+
+
 def pytest_configure(config):
     path = config.getoption("--nb-cache")
     if path:
