@@ -9,12 +9,13 @@ SHELL  := /bin/bash
 JCACHE := _build/.jupyter_cache
 JOBS   ?= 2
 
-.PHONY: help install book student-book test unit numerics nbval browser clean vendor
+.PHONY: help install book student-book test unit numerics nbval browser clean vendor checkpoints
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
 	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
+	@echo "make checkpoints  重新训练课程自己的模型（第 14–16 章载入的检查点，几十分钟）"
 	@echo "make clean  删除构建产物（保留 .venv）"
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -101,6 +102,11 @@ test: $(STAMP) _build/.src-hash
 	if [ "$$c" -ne "$$n" ]; then \
 	  echo "错误：$$n 章里只有 $$c 章用上了本次 nbval 的执行结果（其余网页是旧的）"; exit 1; fi
 	$(BIN)/pytest -q tests -m browser
+
+# 课程自己的模型：多个模型 × 多个种子，一章的预算里训练不完，由这条命令训练并写进
+# src/tfcourse/checkpoints/（每个检查点带 SHA-256，训练记录在它的 meta 里）。只重训几个：make checkpoints CKPT="bert-zh gpt-zh"
+checkpoints: $(STAMP)
+	$(BIN)/python tools/checkpoints.py $(CKPT)
 
 vendor:
 	tools/vendor.sh
