@@ -67,3 +67,26 @@ def test_save_load_roundtrip_and_tampering_is_caught(tmp_path, monkeypatch):
         checkpoints.load("nope")
     with pytest.raises(ValueError, match="名字"):
         checkpoints.save("a/b", {"w": w}, {})
+
+
+def test_jobs_saving_in_parallel_keep_every_manifest_entry(tmp_path, monkeypatch):
+    """make checkpoints 的作业可以并行跑：同时写完的作业不能互相覆盖 manifest.json 里的条目。"""
+    import threading
+
+    monkeypatch.setattr(checkpoints, "DIRECTORY", tmp_path)
+    monkeypatch.setattr(checkpoints, "MANIFEST", tmp_path / "manifest.json")
+    names = [f"job{i:02d}" for i in range(24)]
+    start = threading.Barrier(len(names))
+
+    def job(i, n):
+        start.wait()                                   # 同时开始，同时写 manifest
+        checkpoints.save(n, {"w": torch.ones(8, 8) * i}, {"i": i})
+
+    threads = [threading.Thread(target=job, args=(i, n)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert checkpoints.names() == names
+    for n in names:
+        checkpoints.load(n)

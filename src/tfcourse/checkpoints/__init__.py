@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -84,8 +85,14 @@ def save(name: str, state: dict, meta: dict) -> dict:
     data = buffer.getvalue()
     path = DIRECTORY / f"{name}.pt"
     path.write_bytes(data)
-    entries = manifest()
-    entries[name] = {"file": path.name, "bytes": len(data), "sha256": _sha256(data), "command": COMMAND}
-    MANIFEST.write_text(json.dumps(dict(sorted(entries.items())), ensure_ascii=False, indent=1) + "\n",
-                        encoding="utf-8")
-    return entries[name]
+    entry = {"file": path.name, "bytes": len(data), "sha256": _sha256(data), "command": COMMAND}
+    # 几个作业可以并行训练：读-改-写 manifest.json 时加锁，免得同时写完的两个作业丢掉对方的条目
+    with open(DIRECTORY / ".manifest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = manifest()
+        entries[name] = entry
+        tmp = MANIFEST.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(dict(sorted(entries.items())), ensure_ascii=False, indent=1) + "\n",
+                       encoding="utf-8")
+        tmp.replace(MANIFEST)
+    return entry
