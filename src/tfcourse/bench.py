@@ -284,12 +284,14 @@ def peak_tensor_bytes(fn, *args, **kwargs):
     return result, tracker.peak
 
 
-def attention_benchmark(lengths, implementations=None, *, n_heads: int = 4, d_head: int = 32,
-                        repeats: int = 3, limit_s: float = 0.5, memory: bool = True, seed: int = 0):
+def attention_benchmark(lengths, implementations=None, *, n_heads: int = 2, d_head: int = 32,
+                        repeats: int = 3, limit_s: float = 0.5, limited=("naive",), memory: bool = True,
+                        seed: int = 0):
     """每种写法在每个长度 T（自注意力：S = T，批大小 1）上的耗时与内存峰值。
 
-    耗时：先预热 1 次，再取 repeats 次的中位数（median_time）。内存：peak_tensor_bytes。
-    一种写法某个长度的耗时超过 limit_s 秒，就认为它在更长的序列上"不再实用"，不再往下量。
+    先在 peak_tensor_bytes 里运行 1 次（量内存，也当作预热），再取 repeats 次耗时的中位数。
+    limited 里的写法（默认只有 Python 循环）某个长度的耗时超过 limit_s 秒，就认为它在更长的序列上
+    "不再实用"，不再往下量；其余写法每个长度都量（它们停在哪里由内存决定，不由这台机器此刻忙不忙决定）。
     返回字典列表，每行 {"impl", "T", "ms", "peak_bytes"}（没量内存时 peak_bytes 为 None）。
     """
     import torch
@@ -304,10 +306,10 @@ def attention_benchmark(lengths, implementations=None, *, n_heads: int = 4, d_he
             for name, fn in impls.items():
                 if name in stopped:
                     continue
-                ms = 1e3 * median_time(lambda: fn(q, k, v), repeats=repeats, warmup=1)
-                peak = peak_tensor_bytes(fn, q, k, v)[1] if memory else None
+                peak = peak_tensor_bytes(fn, q, k, v)[1] if memory else None   # 同时是预热
+                ms = 1e3 * median_time(lambda: fn(q, k, v), repeats=repeats, warmup=0 if memory else 1)
                 rows.append({"impl": name, "T": T, "ms": ms, "peak_bytes": peak})
-                if ms > 1e3 * limit_s:
+                if name in limited and ms > 1e3 * limit_s:
                     stopped.add(name)
     return rows
 

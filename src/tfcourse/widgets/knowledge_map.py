@@ -93,6 +93,31 @@ def module_info(src=None) -> dict[str, dict]:
     return out
 
 
+def _plain_heading(text: str) -> str:
+    """标题里的公式写成纯文本（小部件不渲染 LaTeX）：$XX^\\top$ → XXᵀ，$\\sqrt{d_k}$ → √d_k。"""
+    def plain(m):
+        s = m.group(1).replace("^\\top", "ᵀ")
+        s = re.sub(r"\\text\{([^}]*)\}", r"\1", s)
+        s = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", s)
+        return s.replace("{", "").replace("}", "").replace("\\", "")
+    return re.sub(r"\$([^$]*)\$", plain, text)
+
+
+def read_toc(path) -> dict:
+    """读书的目录 _toc.yml（只认本书用到的写法：parts → caption、chapters → file），不依赖 yaml 包。"""
+    parts = []
+    for line in pathlib.Path(path).read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\s*-\s*(caption|file):\s*(.+?)\s*$", line)
+        if not m:
+            continue
+        key, value = m.groups()
+        if key == "caption":
+            parts.append({"caption": value, "chapters": []})
+        elif parts:
+            parts[-1]["chapters"].append({"file": value})
+    return {"parts": parts}
+
+
 def _heading(line: str, level: int) -> str | None:
     prefix = "#" * level + " "
     return line[len(prefix):].strip() if line.startswith(prefix) else None
@@ -104,13 +129,11 @@ def build_knowledge_map(root=None, host_page: str = HOST_PAGE) -> dict:
     返回 {"parts": [{"caption", "chapters": [章号…]}], "chapters": [{"number", "title", "part", "url",
     "sections", "modules": [{"name", "names"}], "introduces": [模块名…]}], "modules": {模块名: {"summary",
     "introduced"}}}；url 是相对 host_page 那一页的链接。"""
-    import yaml
-
     root = pathlib.Path(root) if root is not None else _repo_root()
     toc_path = root / "_toc.yml"
     if not toc_path.is_file():
         raise ValueError(f"在 {root} 里找不到 _toc.yml：build_knowledge_map 需要课程仓库的根目录。")
-    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    toc = read_toc(toc_path)
     modules = module_info(root / "src")
     parts, chapters = [], []
     for part in toc.get("parts", []):
@@ -132,7 +155,7 @@ def build_knowledge_map(root=None, host_page: str = HOST_PAGE) -> dict:
                             number, title = int(m.group(1)), m.group(2).strip()
                     h2 = _heading(line, 2)
                     if h2 and not h2.startswith(STANDARD_SECTIONS):
-                        sections.append(re.sub(r"^\d+(\.\d+)*\s*", "", h2).strip())
+                        sections.append(_plain_heading(re.sub(r"^\d+(\.\d+)*\s*", "", h2).strip()))
             if not number:
                 raise ValueError(f"{nb.name} 的第一个标题应形如「# 第 N 章　标题」。")
             imports = notebook_package_imports(nb, root / "src")
