@@ -9,7 +9,7 @@ from __future__ import annotations
 
 NAME = "cls-bert"
 NEEDS = ("bert-zh",)
-EPOCHS, LR = 2, 3e-4
+EPOCHS, LR = 1, 3e-4
 POOL, DROPOUT = "mean", 0.1
 
 

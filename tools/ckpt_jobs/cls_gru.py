@@ -8,7 +8,7 @@ from __future__ import annotations
 
 NAME = "cls-gru"
 NEEDS = ()
-EPOCHS, LR = 2, 2e-3
+EPOCHS, LR = 1, 2e-3
 CONFIG = dict(d_model=128, d_hidden=128, dropout=0.1)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 NAME = "cls-transformer"
 NEEDS = ()
-EPOCHS, LR = 2, 1e-3
+EPOCHS, LR = 1, 1e-3
 CONFIG = dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, dropout=0.1, pool="mean")
 
 
