@@ -807,3 +807,6 @@ def test_intended_views_reads_the_knowledge_map(tmp_path):
     views = intended_views(path)
     assert views[0] == ("KnowledgeMap", {"selected": 16, "module": ""})
     assert views[1][1]["module"] == "tfcourse.gpt" and views[1][1]["selected"] is UNKNOWN
+    # 第 16 章：地图打开时选中第 16 章
+    ch16 = ROOT / "book" / "p4-practice" / "ch16-optimization-evaluation-roadmap.ipynb"
+    assert ("KnowledgeMap", {"selected": 16, "module": ""}) in intended_views(ch16)
