@@ -76,3 +76,92 @@ def test_old_rnn_vs_attention_timing_keeps_its_columns():
 def test_bad_lengths_raise_chinese_value_error(bad):
     with pytest.raises(ValueError, match="序列长度"):
         bench.rnn_timing_breakdown([bad], batch=1, d=2, repeats=1)
+
+
+# ---------- 第 16 章：注意力的五种写法、内存峰值、KV 缓存 ----------
+
+def _qkv(shape=(2, 3, 9, 5), S=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    B, H, T, D = shape
+    S = T if S is None else S
+    return torch.randn(B, H, T, D, generator=g), torch.randn(B, H, S, D, generator=g), \
+        torch.randn(B, H, S, D + 1, generator=g)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_five_attention_implementations_agree(masked):
+    from tfcourse.attention import scaled_dot_product_attention
+    q, k, v = _qkv(S=11)                                   # T ≠ S，S 不是块大小的倍数
+    mask = None
+    if masked:
+        mask = torch.rand(2, 1, 9, 11, generator=torch.Generator().manual_seed(3)) > 0.4
+        mask[0, 0, 2] = False                              # 一整行都不许看：输出 0
+    ref = scaled_dot_product_attention(q, k, v, mask)[0]
+    impls = bench.attention_implementations(block_size=4)
+    assert list(impls) == ["naive", "batched", "package", "torch", "tiled"]
+    for name, fn in impls.items():
+        out = fn(q, k, v, mask)
+        assert out.shape == (2, 3, 9, 6), name
+        torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5, msg=name)
+        if masked:
+            assert torch.isfinite(out).all(), name
+            if name != "torch":                            # 课程包的约定：整行屏蔽 → 0
+                assert out[0, :, 2].abs().max() == 0, name
+
+
+def test_peak_tensor_bytes_counts_live_tensors_not_inputs():
+    x = torch.ones(1000)                                   # 输入：不算
+
+    def two_alive():
+        a = x * 2                                          # 4000 字节
+        b = a + 1                                          # 又 4000，a 还活着
+        return b.sum()
+
+    def one_at_a_time():
+        for _ in range(5):
+            (x * 2).sum()                                  # 每次用完就释放
+        return None
+
+    assert bench.peak_tensor_bytes(two_alive)[1] >= 8000
+    assert 4000 <= bench.peak_tensor_bytes(one_at_a_time)[1] < 8000
+    view_bytes = bench.peak_tensor_bytes(lambda: x.view(10, 100).t())[1]
+    assert view_bytes <= x.nbytes                           # 视图最多数一次
+
+
+def test_batched_memory_grows_quadratically_and_tiled_linearly():
+    def peak(fn, T):
+        q, k, v = _qkv((1, 2, T, 8))
+        return bench.peak_tensor_bytes(fn, q, k, v)[1]
+
+    impls = bench.attention_implementations(block_size=16)
+    b1, b2 = peak(impls["batched"], 128), peak(impls["batched"], 256)
+    t1, t2 = peak(impls["tiled"], 128), peak(impls["tiled"], 256)
+    assert 3.5 < b2 / b1 < 4.5 and 1.6 < t2 / t1 < 2.4
+    assert b1 >= 2 * 2 * 128 * 128 * 4                     # 打分表与权重表两张 (H, T, T)
+
+
+def test_benchmark_stops_only_the_limited_implementation():
+    rows = bench.attention_benchmark([8, 16], limit_s=0.0, repeats=1)   # naive 第一次就"太慢"
+    seen = {(r["impl"], r["T"]) for r in rows}
+    assert ("naive", 8) in seen and ("naive", 16) not in seen
+    assert all((n, 16) in seen for n in ("batched", "package", "torch", "tiled"))
+    assert all(r["ms"] > 0 and r["peak_bytes"] > 0 for r in rows)
+
+
+def test_tiled_error_is_rounding_for_every_block_size():
+    err = bench.tiled_error_by_block(T=20, block_sizes=(1, 3, 20, 64), n_heads=1, d_head=4)
+    assert set(err) == {1, 3, 20, 64}
+    assert all(e["float64"] < 1e-12 and e["float32"] < 1e-5 for e in err.values())
+
+
+def test_kv_cache_bytes_per_token_matches_a_real_cache():
+    from tfcourse.gpt import GPT, GPT_TINY
+    model = GPT(GPT_TINY).eval()
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.zeros(3, 5, dtype=torch.long), cache)   # 批 3、5 个位置
+    per_token = bench.kv_cache_bytes_per_token(GPT_TINY.n_layers, GPT_TINY.d_model, 4)
+    assert cache.nbytes == 3 * 5 * per_token
+    assert bench.kv_cache_bytes_per_token(6, 512, 4) == 24576
+    with pytest.raises(ValueError):
+        bench.kv_cache_bytes_per_token(0, 512)

@@ -6,7 +6,9 @@
 - `generate(model, prompt_ids, max_new_tokens, ...)`：一个一个地往后写，支持贪心、温度、top-k、top-p
   （见 `tfcourse.sampling`），默认用 KV 缓存（`attention.KVCache`）；
 - `train_lm(model, ids, ...)`：在一条长的 token 序列上随机取窗口训练（下一个 token 的交叉熵），带进度条；
-  `mean_nll(model, ids, block)`：留出序列上每个 token 的平均负对数似然（困惑度 = e 的这么多次方）。
+  `mean_nll(model, ids, block)`：留出序列上每个 token 的平均负对数似然（困惑度 = e 的这么多次方）；
+- `encode_reviews(vocab, texts)`：每条评论前放一个分隔符（0 号），接成一条长序列；
+- `load_gpt_zh()`：随课程包发布的检查点 "gpt-zh"（第 13 章的模型训练得更久，第 15、16 章用）→ (GPT, CharVocab)。
 
 "解码器"在这里没有交叉注意力：它就是编码器层加上因果掩码，所以直接用 `layers.EncoderLayer`。
 形状记号：B 批，T 位置数，C = d_model，V 词表大小，P 已缓存的位置数。
@@ -24,7 +26,8 @@ from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 from .sampling import check_temperature, check_top_k, check_top_p, sample_next
 
-__all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate", "train_lm", "mean_nll"]
+__all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate", "train_lm", "mean_nll",
+           "encode_reviews", "load_gpt_zh"]
 
 
 @dataclass(frozen=True)
@@ -258,3 +261,31 @@ def mean_nll(model: GPT, ids: torch.Tensor, block: int, batch_size: int = 64) ->
         total += nn.functional.cross_entropy(logits[0], rest[1:], reduction="sum").item()
     model.train(was_training)
     return total / (ids.numel() - 1)
+
+
+def encode_reviews(vocab, texts) -> torch.Tensor:
+    """每条评论前放一个分隔符（vocab 的 0 号 token，⏎），接成一条长的一维 id 序列（第 13 章的做法）。"""
+    if isinstance(texts, str):
+        raise ValueError("texts 应为评论的列表，实际得到一个字符串（把它放进列表里：[text]）。")
+    ids: list[int] = []
+    for t in texts:
+        ids.append(0)
+        ids.extend(vocab.encode(t))
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def load_gpt_zh() -> tuple[GPT, "CharVocab"]:
+    """载入检查点 "gpt-zh"（`make checkpoints` 训练，SHA-256 核对），返回 (eval 模式的 GPT, CharVocab)。
+
+    字表的特殊 token：0 号 ⏎（分隔符），1 号 □（字表之外的字），2、3 号 <好评>、<差评>（第 15 章的控制 token，
+    预训练时从未出现）。训练记录与困惑度在 `model.meta` 里。"""
+    from . import checkpoints
+    from .tokenize import CharVocab
+
+    state, meta = checkpoints.load("gpt-zh")
+    model = GPT(GPTConfig(**meta["config"]))
+    state = dict(state)
+    state["lm_head.weight"] = state["tok_emb.weight"]          # 共享权重只存了一份
+    model.load_state_dict(state)
+    model.meta = meta
+    return model.eval(), CharVocab.from_meta(meta["vocab"])

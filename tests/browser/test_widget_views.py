@@ -328,7 +328,8 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
-                  "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling"}
+                  "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
+                  "KnowledgeMap": ".tfc-kmap"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -442,6 +443,9 @@ def _constructor_view(cls, call, env) -> dict:
         if g is not None:
             view.update(g)
         return view
+    if cls == "KnowledgeMap":
+        a = _call_args(call, ["data"], {"selected": None, "module": ""}, env)
+        return {"selected": a["selected"] if a["selected"] is not None else UNKNOWN, "module": a["module"]}
     raise AssertionError(cls)
 
 
@@ -464,6 +468,10 @@ def _apply_setter(cls, method, call, view, env):
     elif cls == "SamplingExplorer" and method == "set":
         view.update({k: v for k, v in _call_args(call, ["step", "temperature", "top_k", "top_p"], {}, env).items()
                      if v is not None})
+    elif cls == "KnowledgeMap" and method == "select":
+        view["selected"] = _call_args(call, ["number"], {}, env)["number"]
+    elif cls == "KnowledgeMap" and method == "highlight":
+        view["module"] = _call_args(call, ["module"], {"module": ""}, env)["module"]
     elif cls == "AttentionPlayground" and method == "set_query":
         a = _call_args(call, ["x", "y"], {}, env)
         view["query"] = (a["x"], a["y"])
@@ -502,6 +510,11 @@ def shown_view(cls, root) -> dict:
         outs = root.locator(".tfc-control output").all_inner_texts()     # 第几步、温度、top-k、top-p
         return {"step": int(root.locator("[data-testid=step]").input_value()), "temperature": float(outs[1]),
                 "top_k": 0 if outs[2] == "不用" else int(outs[2]), "top_p": 1.0 if outs[3] == "不用" else float(outs[3])}
+    if cls == "KnowledgeMap":
+        picked = root.locator("button.km-ch.selected")
+        mod = root.locator('button.km-mod[aria-pressed="true"]')
+        return {"selected": int(picked.get_attribute("data-chapter")) if picked.count() else 0,
+                "module": mod.first.get_attribute("data-module") if mod.count() else ""}
     raise AssertionError(cls)
 
 
@@ -727,3 +740,73 @@ def test_sampling_explorer_controls_follow_the_package(browser, theme):
     assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
     assert errors == []
     page.close()
+
+
+# ---------- 知识地图：点章看详情、点模块看哪些章用到它；手机宽度放得下，两种主题都可读 ----------
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_knowledge_map_clicks_follow_the_repository_data(browser, theme):
+    from test_site import _CONTRAST_JS
+    from tfcourse.widgets import KnowledgeMap
+    from tfcourse.widgets.knowledge_map import build_knowledge_map
+    atlas = build_knowledge_map(ROOT)
+    w = KnowledgeMap(atlas, selected=3)
+    page, errors = _harness(browser, w, theme=theme, width=390)
+    root = page.locator(".tfc-kmap")
+    assert shown_view("KnowledgeMap", root) == {"selected": 3, "module": ""}
+    last = atlas["chapters"][-1]
+    root.locator(f'button.km-ch[data-chapter="{last["number"]}"]').click()
+    assert page.evaluate("window.state.selected") == last["number"]
+    link = root.locator("[data-testid=km-link]")
+    assert link.get_attribute("href") == last["url"] and str(last["number"]) in link.inner_text()
+    assert root.locator("[data-testid=km-sections] li").all_inner_texts() == last["sections"]
+    chips = root.locator("[data-testid=km-mods] button.km-mod")
+    assert chips.count() >= len(last["modules"])
+    # 点模块：用到它的章亮起来，和 Python 端 chapters_using 一致
+    root.locator('[data-testid=km-mods] button.km-mod[data-module="tfcourse.attention"]').click()
+    assert page.evaluate("window.state.module") == "tfcourse.attention"
+    lit = sorted(int(x) for x in root.locator("button.km-ch.km-lit").evaluate_all(
+        "(bs) => bs.map((b) => b.dataset.chapter)"))
+    assert lit == w.chapters_using("tfcourse.attention") and lit
+    shown = root.locator("[data-testid=km-users]").inner_text()
+    assert shown == "、".join(str(n) for n in lit)
+    dim = root.evaluate(_CONTRAST_JS, [".km-dim .km-name", ".km-dim .km-num", ".km-lit .km-name"])
+    assert {k: r for k, r in dim.items() if r is None or r < 4.5} == {}      # 变淡的章也要读得清
+    root.locator("[data-testid=km-clear]").click()
+    assert page.evaluate("window.state.module") == "" and root.locator("button.km-ch.km-lit").count() == 0
+    # 手机宽度：不出现横向滚动条；详情在窗口宽度之内
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = root.locator("[data-testid=km-detail]").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390.5
+    ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".km-caption", ".km-num", ".km-name", ".km-label",
+                                          ".km-sections li", ".km-mod", ".km-names", ".tfc-readout"])
+    assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
+    assert errors == []
+    page.close()
+
+
+def test_knowledge_map_clamps_a_bad_chapter_in_the_browser(browser):
+    from tfcourse.widgets import KnowledgeMap
+    from tfcourse.widgets.knowledge_map import build_knowledge_map
+    w = KnowledgeMap(build_knowledge_map(ROOT))
+    page, errors = _harness(browser, w, width=1280)
+    root = page.locator(".tfc-kmap")
+    page.evaluate("window.state.selected = 999")          # 越界的章号（例如旧的保存状态）
+    root.locator("button.km-mod").first.click()           # 任何一次操作都会重画
+    assert shown_view("KnowledgeMap", root)["selected"] == w.numbers[-1]   # 夹到最近的一章
+    page.screenshot(path="/tmp/ch16/kmap-1280.png", full_page=True)
+    assert errors == []
+    page.close()
+
+
+def test_intended_views_reads_the_knowledge_map(tmp_path):
+    nb = {"cells": [{"cell_type": "code", "source": "kmap = KnowledgeMap(atlas, selected=16)\nkmap\n"},
+                    {"cell_type": "code", "source": "k2 = KnowledgeMap(atlas)\nk2.highlight('tfcourse.gpt')\nk2\n"}]}
+    path = tmp_path / "t.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    views = intended_views(path)
+    assert views[0] == ("KnowledgeMap", {"selected": 16, "module": ""})
+    assert views[1][1]["module"] == "tfcourse.gpt" and views[1][1]["selected"] is UNKNOWN
+    # 第 16 章：地图打开时选中第 16 章
+    ch16 = ROOT / "book" / "p4-practice" / "ch16-optimization-evaluation-roadmap.ipynb"
+    assert ("KnowledgeMap", {"selected": 16, "module": ""}) in intended_views(ch16)
