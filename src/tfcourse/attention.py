@@ -5,7 +5,8 @@
 - 第 3 章：torch 版 `scaled_dot_product_attention`，`causal_mask`，`padding_mask`，
   以及缩放实验用的 `scaling_statistics`；
 - 第 4 章：`MultiHeadAttention`；
-- 第 13 章：`KVCache`（自回归生成时缓存每层已经算过的键、值，`MultiHeadAttention.forward(..., cache=)` 往里追加）。
+- 第 13 章：`KVCache`（自回归生成时缓存每层已经算过的键、值，`MultiHeadAttention.forward(..., cache=)` 往里追加）；
+- 第 16 章：`tiled_attention`（分块 + 在线 softmax，不组出 (T, S) 的权重矩阵，FlashAttention 的思路）。
 
 掩码约定与 torch.nn.functional.scaled_dot_product_attention 相同：布尔张量，True 表示"可以看"。
 """
@@ -23,6 +24,7 @@ __all__ = [
     "softmax", "simple_attention", "first_token_attention_readout",
     "scaled_dot_product_attention_numpy", "scaled_dot_product_attention", "causal_mask", "padding_mask",
     "scaling_samples", "scaling_statistics", "MultiHeadAttention", "LayerKVCache", "KVCache",
+    "tiled_attention",
 ]
 
 
@@ -126,17 +128,8 @@ def _check_mask(mask, target: tuple[int, ...], name: str = "mask") -> None:
         raise ValueError(f"{name} 的形状 {describe_shape(mask)} 无法广播到注意力打分的形状 {tuple(target)}（…, T, S）。")
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
-    """缩放点积注意力：softmax(q kᵀ / √D) v。第 3 章引入。
-
-    q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)，前面的批维度可以任意多（可广播）。
-    mask: 可广播到 (..., T, S) 的布尔张量，True 表示"可以看"（与 torch 的 F.scaled_dot_product_attention 相同）。
-    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，而不是 NaN
-    （本课程用的 torch 2.13 的 F.scaled_dot_product_attention 也这样做；较早的 torch 版本会给 NaN）。
-    输入本身含 NaN 时照样传出 NaN，不会被悄悄抹掉。
-    dropout: 可选的 nn.Dropout，作用在权重上（训练时）。
-    返回 (输出 (..., T, D_v), 权重 (..., T, S))。
-    """
+def _check_qkv(q, k, v) -> None:
+    """q (..., T, D)、k (..., S, D)、v (..., S, D_v)：至少 2 维，D 相同，S 相同。"""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() < 2:
             got = describe_shape(x)
@@ -149,6 +142,20 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
         raise ValueError(
             f"k 与 v 的长度 S 必须相同（每个键配一个值）：k 的形状 {describe_shape(k)}，v 的形状 {describe_shape(v)}。"
         )
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
+    """缩放点积注意力：softmax(q kᵀ / √D) v。第 3 章引入。
+
+    q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)，前面的批维度可以任意多（可广播）。
+    mask: 可广播到 (..., T, S) 的布尔张量，True 表示"可以看"（与 torch 的 F.scaled_dot_product_attention 相同）。
+    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，而不是 NaN
+    （本课程用的 torch 2.13 的 F.scaled_dot_product_attention 也这样做；较早的 torch 版本会给 NaN）。
+    输入本身含 NaN 时照样传出 NaN，不会被悄悄抹掉。
+    dropout: 可选的 nn.Dropout，作用在权重上（训练时）。
+    返回 (输出 (..., T, D_v), 权重 (..., T, S))。
+    """
+    _check_qkv(q, k, v)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))   # (..., T, S)
     if mask is not None:
         _check_mask(mask, tuple(scores.shape))
@@ -383,3 +390,48 @@ class KVCache:
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for layer in self.layers for t in (layer.k, layer.v) if t is not None)
+
+
+# ---------------------------------------------------------------------------
+# 第 16 章：分块注意力（在线 softmax）
+# ---------------------------------------------------------------------------
+
+def tiled_attention(q, k, v, mask=None, *, block_size: int = 64) -> torch.Tensor:
+    """分块计算的缩放点积注意力：一次只看 block_size 个键，用在线 softmax（online softmax）累加。第 16 章引入。
+
+    q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)；mask 与 `scaled_dot_product_attention` 相同
+    （可广播到 (..., T, S) 的布尔张量，True 表示"可以看"），一个键都不许看的行输出 0 向量。
+    每行记住到目前为止的最大打分 m、指数和 l 与未归一化的输出 acc；来了新的一块键，
+    先把旧的 l、acc 乘上 exp(m_旧 − m_新) 换到新的参照点上，再加上这一块的贡献——
+    这正是 FlashAttention 的做法。最大的临时张量是 (..., T, block_size)，从不组出 (T, S) 的权重，
+    内存随 T 线性增长（前向；反向传播时 autograd 仍会存下每一块，FlashAttention 在反向时重算）。
+    只返回输出 (..., T, D_v)（没有完整的权重矩阵可返回）。
+    """
+    _check_qkv(q, k, v)
+    block_size = positive_int(block_size, "块大小 block_size")
+    T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])   # 打分的批维度，与 q @ kᵀ 相同
+    if mask is not None:
+        _check_mask(mask, (*batch, T, S))
+    out_batch = torch.broadcast_shapes(batch, v.shape[:-2])
+    kw = {"dtype": q.dtype, "device": q.device}
+    m = torch.full((*batch, T, 1), float("-inf"), **kw)           # 每行到目前为止的最大打分
+    l = torch.zeros((*batch, T, 1), **kw)                         # 每行 Σ exp(打分 − m)
+    acc = torch.zeros((*out_batch, T, v.shape[-1]), **kw)         # 每行 Σ exp(打分 − m) · v
+    for start in range(0, S, block_size):
+        end = min(start + block_size, S)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(D)   # (..., T, b)
+        if mask is not None:
+            # 最后一维为 1 的掩码对所有键广播，不用切
+            block_mask = mask if mask.dim() == 0 or mask.shape[-1] == 1 else mask[..., start:end]
+            scores = scores.masked_fill(~block_mask, float("-inf"))
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))        # (..., T, 1)
+        # 到这一块为止整行都被屏蔽时 m_new = −∞：拿 0 当参照，免得 (−∞) − (−∞) = NaN
+        ref = m_new.masked_fill(m_new == float("-inf"), 0.0)
+        p = torch.exp(scores - ref)                                         # (..., T, b)，被屏蔽的为 0
+        correction = torch.exp(m - ref)                                     # 旧参照换到新参照
+        l = l * correction + p.sum(dim=-1, keepdim=True)
+        acc = acc * correction + p @ v[..., start:end, :]                  # (..., T, b) @ (..., b, D_v)
+        m = m_new
+    # 整行被屏蔽：l = 0、acc = 0，除以 1 得 0 向量（不用 where 挑 acc / l，那样 0/0 的 NaN 会进梯度）
+    return acc / torch.where(l > 0, l, torch.ones_like(l))
