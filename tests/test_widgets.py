@@ -300,3 +300,25 @@ def test_playground_rejects_non_finite_query():
     with pytest.raises(ValueError, match="两个数"):
         w.query = [1.0]
     assert w.query == [0.0, 1.0]                          # 出错时保持原值
+
+
+def test_heatmap_with_tokens_per_map():
+    # 第 14 章：几条长短不一的评论各一张图，每张图有自己的词
+    a = np.full((3, 3), 1 / 3)
+    b = np.eye(2)
+    h = AttentionHeatmap([a, b], [list("好不错"), ["[CLS]", "差"]], labels=["评论 1", "评论 2"], selected=(2, 1))
+    assert h.map_q_tokens == [list("好不错"), ["[CLS]", "差"]] and h.map_k_tokens == h.map_q_tokens
+    assert h.current_tokens() == (list("好不错"), list("好不错"))
+    assert h.selected == (2, 1) and abs(h.selected_weight - 1 / 3) < 1e-6
+    h.map_index = 1                                  # 第二张图只有 2 行：原来的第 3 行不在图里了
+    assert h.selected is None and h.current_tokens()[0] == ["[CLS]", "差"]
+    h.select(0, 1)
+    assert h.selected_weight == 0.0 and list(h.selected_row()) == [1.0, 0.0]
+    h.row = 9                                        # 夹回这张图的范围
+    assert h.row == 1
+    with pytest.raises(ValueError, match="第 2 张图的权重形状应为"):
+        AttentionHeatmap([a, np.eye(3)], [list("好不错"), ["a", "b"]])
+    with pytest.raises(ValueError, match="每张图一组词"):
+        AttentionHeatmap([a], [list("好不错"), ["a", "b"]])
+    plain = AttentionHeatmap(a, list("好不错"))       # 原来的用法不变
+    assert plain.map_q_tokens == [] and plain.current_tokens()[0] == list("好不错")

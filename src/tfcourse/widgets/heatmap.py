@@ -25,11 +25,19 @@ def _to_numpy_bool(mask) -> np.ndarray:
     return m
 
 
+def _is_token_lists(tokens) -> bool:
+    """q_tokens 是"每张图一个词列表"（而不是一个词列表）吗？"""
+    return isinstance(tokens, (list, tuple)) and len(tokens) > 0 and all(
+        isinstance(toks, (list, tuple)) for toks in tokens)
+
+
 class AttentionHeatmap(CourseWidget):
     """注意力权重热力图。
 
     weights：(T, S) 一张图；(M, T, S) 多张图（如多个头），用 labels 命名并在下拉框里切换；
     (L, H, T, S) 会按"第 l 层 · 第 h 头"展开成 L×H 张。行对应 q_tokens，列对应 k_tokens。
+    每张图的词不同（例如几条长短不一的评论各一张图，第 14 章）：weights 给 M 个二维数组的列表，
+    q_tokens（和可选的 k_tokens）给 M 个词列表，每张图一个。
     点击格子（或行首的词）会记录选择：Python 里用 .selected 与 .selected_weight 读取。
     mask（可选）：布尔数组，True 表示"可以看"，形状能广播到每张图 (T, S) 或全部 (M, T, S)；
     被屏蔽的格子画成"×"（第 3 章的掩码视图）。
@@ -49,9 +57,17 @@ class AttentionHeatmap(CourseWidget):
     key_axis = t.Unicode("键 key").tag(sync=True)
     decimals = t.Int(3).tag(sync=True)
     mask = t.List(t.List(t.List(t.Bool()))).tag(sync=True)     # (M, T, S)；空列表表示没有掩码
+    map_q_tokens = t.List(t.List(t.Unicode())).tag(sync=True)   # 每张图各自的查询词；空列表表示各图共用 q_tokens
+    map_k_tokens = t.List(t.List(t.Unicode())).tag(sync=True)
 
     def __init__(self, weights, q_tokens, k_tokens=None, *, labels=None, title="",
                  query_axis="查询 query", key_axis="键 key", decimals=3, selected=None, mask=None, **kwargs):
+        if _is_token_lists(q_tokens):
+            self._init_per_map(weights, q_tokens, k_tokens, labels=labels, title=title, query_axis=query_axis,
+                               key_axis=key_axis, decimals=decimals, mask=mask, **kwargs)
+            if selected is not None:
+                self.select(*selected)
+            return
         w = _to_numpy(weights)
         if w.ndim == 2:
             w = w[None]                                         # (T, S) -> (1, T, S)
@@ -97,17 +113,58 @@ class AttentionHeatmap(CourseWidget):
         if selected is not None:
             self.select(*selected)
 
+    def _init_per_map(self, weights, q_tokens, k_tokens, *, labels, mask, **kwargs):
+        """每张图各有自己的词（和大小）：weights 是 M 个 (T_m, S_m) 数组，q_tokens / k_tokens 是 M 个词列表。"""
+        if mask is not None:
+            raise ValueError("每张图各有自己的词时不支持 mask：请把被屏蔽的位置直接去掉。")
+        q_lists = [[str(s) for s in toks] for toks in q_tokens]
+        k_lists = q_lists if k_tokens is None else [[str(s) for s in toks] for toks in k_tokens]
+        if isinstance(weights, np.ndarray) or hasattr(weights, "detach"):
+            weights = list(weights)
+        maps = [_to_numpy(w) for w in weights]
+        M = len(maps)
+        if M == 0 or len(q_lists) != M or len(k_lists) != M:
+            raise ValueError(f"每张图一组词：给了 {M} 张图、{len(q_lists)} 组查询词、{len(k_lists)} 组键词，三者应相等且不为 0。")
+        for i, (w, q, k) in enumerate(zip(maps, q_lists, k_lists)):
+            if w.ndim != 2 or w.shape != (len(q), len(k)):
+                raise ValueError(f"第 {i + 1} 张图的权重形状应为 ({len(q)}, {len(k)})（它的查询词数, 键词数），"
+                                 f"实际为 {w.shape}。")
+            if not np.all(np.isfinite(w)):
+                raise ValueError(f"第 {i + 1} 张图的权重含有 NaN 或无穷大。")
+        labels = [f"图 {i + 1}" for i in range(M)] if labels is None else [str(s) for s in labels]
+        if len(labels) != M:
+            raise ValueError(f"labels 应有 {M} 个（每张图一个），实际有 {len(labels)} 个。")
+        super().__init__(weights=[np.round(w, 6).tolist() for w in maps], q_tokens=[], k_tokens=[],
+                         map_q_tokens=q_lists, map_k_tokens=k_lists, labels=labels, **kwargs)
+
+    def current_tokens(self) -> tuple[list[str], list[str]]:
+        """当前这张图的 (查询词, 键词)。"""
+        if self.map_q_tokens:
+            m = clamp(self.map_index, 0, len(self.map_q_tokens) - 1)
+            return list(self.map_q_tokens[m]), list(self.map_k_tokens[m])
+        return list(self.q_tokens), list(self.k_tokens)
+
+    @t.observe("map_index")
+    def _reclamp_selection(self, change):
+        # 每张图大小不同：换图后超出新图范围的选择取消
+        if self.map_q_tokens:
+            q, k = self.current_tokens()
+            if self.row >= len(q):
+                self.row, self.col = -1, -1
+            elif self.col >= len(k):
+                self.col = -1
+
     @t.validate("map_index")
     def _clamp_map(self, proposal):
         return clamp(proposal["value"], 0, max(len(self.weights) - 1, 0))
 
     @t.validate("row")
     def _clamp_row(self, proposal):
-        return clamp(proposal["value"], -1, len(self.q_tokens) - 1)
+        return clamp(proposal["value"], -1, len(self.current_tokens()[0]) - 1)
 
     @t.validate("col")
     def _clamp_col(self, proposal):
-        return clamp(proposal["value"], -1, len(self.k_tokens) - 1)
+        return clamp(proposal["value"], -1, len(self.current_tokens()[1]) - 1)
 
     def select(self, row: int, col: int | None = None, map_index: int | None = None):
         """选中第 row 个查询（可选第 col 个键、第 map_index 张图）；越界会被夹回有效范围。"""

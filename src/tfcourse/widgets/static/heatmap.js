@@ -22,10 +22,13 @@ function render({ model, el }) {
     const dark = isDark();
     const maps = model.get("weights") || [];
     const labels = model.get("labels") || [];
-    const qTok = model.get("q_tokens") || [];
-    const kTok = model.get("k_tokens") || [];
     const d = model.get("decimals");
     const m = Math.min(Math.max(model.get("map_index"), 0), Math.max(maps.length - 1, 0));
+    // 每张图可以有自己的词（几条长短不一的评论各一张图）；没有时各图共用 q_tokens / k_tokens
+    const perQ = model.get("map_q_tokens") || [];
+    const perK = model.get("map_k_tokens") || [];
+    const qTok = (perQ.length ? perQ[m] : model.get("q_tokens")) || [];
+    const kTok = (perK.length ? perK[m] : model.get("k_tokens")) || [];
     const W = maps[m] || [];
     const row = model.get("row");
     const col = model.get("col");
@@ -49,7 +52,14 @@ function render({ model, el }) {
         if (i === m) opt.selected = true;
         sel.append(opt);
       });
-      sel.addEventListener("change", () => { focusKey = "select"; commit(model, { map_index: Number(sel.value) }); });
+      sel.addEventListener("change", () => {
+        focusKey = "select";
+        const v = Number(sel.value), changes = { map_index: v };
+        if (perQ.length && (row >= (perQ[v] || []).length || col >= (perK[v] || []).length)) {
+          changes.row = -1; changes.col = -1;               // 新图更小：原来的选择不在图里了
+        }
+        commit(model, changes);
+      });
       root.append(h("div", { class: "tfc-control" }, h("label", { text: "注意力图：" }), sel));
     }
 
@@ -169,7 +179,8 @@ function render({ model, el }) {
     }
   }
 
-  const events = ["weights", "mask", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "title", "decimals"];
+  const events = ["weights", "mask", "labels", "map_index", "row", "col", "q_tokens", "k_tokens", "map_q_tokens",
+    "map_k_tokens", "title", "decimals"];
   const schedule = batched(draw);           // 一次选择会同时改 row 和 col
   for (const name of events) model.on(`change:${name}`, schedule);
   const stopTheme = onThemeChange(schedule);  // 格子的颜色由这里算：换主题时重画
