@@ -328,7 +328,8 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
-                  "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling"}
+                  "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
+                  "SampleBoard": ".tfc-board"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -442,6 +443,8 @@ def _constructor_view(cls, call, env) -> dict:
         if g is not None:
             view.update(g)
         return view
+    if cls == "SampleBoard":
+        return {"index": _call_args(call, ["samples", "probs"], {"index": 0}, env)["index"]}
     raise AssertionError(cls)
 
 
@@ -464,6 +467,8 @@ def _apply_setter(cls, method, call, view, env):
     elif cls == "SamplingExplorer" and method == "set":
         view.update({k: v for k, v in _call_args(call, ["step", "temperature", "top_k", "top_p"], {}, env).items()
                      if v is not None})
+    elif cls == "SampleBoard" and method == "set":
+        view["index"] = _call_args(call, ["index"], {}, env)["index"]
     elif cls == "AttentionPlayground" and method == "set_query":
         a = _call_args(call, ["x", "y"], {}, env)
         view["query"] = (a["x"], a["y"])
@@ -502,6 +507,8 @@ def shown_view(cls, root) -> dict:
         outs = root.locator(".tfc-control output").all_inner_texts()     # 第几步、温度、top-k、top-p
         return {"step": int(root.locator("[data-testid=step]").input_value()), "temperature": float(outs[1]),
                 "top_k": 0 if outs[2] == "不用" else int(outs[2]), "top_p": 1.0 if outs[3] == "不用" else float(outs[3])}
+    if cls == "SampleBoard":
+        return {"index": int(root.locator("[data-testid=index]").input_value())}
     raise AssertionError(cls)
 
 
@@ -725,5 +732,71 @@ def test_sampling_explorer_controls_follow_the_package(browser, theme):
     ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-readout", ".tfc-note", ".tfc-cand-name",
                                           ".tfc-cand-value", "label", "output"])
     assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
+    assert errors == []
+    page.close()
+
+
+# ---------- 样本看板（第 15 章）：拖动"第几条"之后，每格的文本、判决和成功率 = Python 算好的 ----------
+
+def _sample_board(index=0):
+    from tfcourse.widgets import SampleBoard
+    rng = np.random.default_rng(0)
+    models, n = ["基座", "LoRA r=4", "全量微调"], 6
+    texts = [[[f"{m}·{c}·第{i}条" + "很长的评论" * (i % 3) for i in range(n)] for c in ("好", "差")] for m in models]
+    probs = rng.uniform(0, 1, size=(2, len(models), 2, n))
+    probs[0, 0, 0, 0], probs[1, 0, 0, 0] = 0.9, 0.2                 # 第 0 条、第一格：两位评委意见不同
+    return SampleBoard(texts, probs, models=models, judges=["评委 A", "评委 B"], index=index), texts, probs
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_sample_board_shows_the_precomputed_samples_and_verdicts(browser, theme):
+    from test_site import _CONTRAST_JS
+    w, texts, probs = _sample_board()
+    page, errors = _harness(browser, w, theme=theme, width=390)
+    root = page.locator(".tfc-board")
+
+    def check(i):
+        for m in range(3):
+            for c, wanted in enumerate((1, 0)):
+                cell = root.locator(f"[data-testid=cell-{m}-{c}]")
+                assert cell.locator("[data-testid=text]").inner_text() == texts[m][c][i]
+                for j in range(2):
+                    verdict = cell.locator(f"[data-testid=verdict-{j}]").inner_text()
+                    hit = (probs[j, m, c, i] >= 0.5) == wanted
+                    assert verdict.startswith("✓" if hit else "✗"), verdict
+                    assert f"{w.probs[m][c][i][j]:.2f}" in verdict              # 显示的是 Python 取整后的概率
+                rate = cell.locator("[data-testid=rate]").inner_text()
+                for j in range(2):
+                    want = ((probs[j, m, c] >= 0.5) == wanted).mean()
+                    assert f"{100 * want:.0f}%" in rate
+
+    assert shown_view("SampleBoard", root) == {"index": 0}
+    check(0)
+    assert "✓" in root.locator("[data-testid=cell-0-0] [data-testid=verdict-0]").inner_text()
+    assert "✗" in root.locator("[data-testid=cell-0-0] [data-testid=verdict-1]").inner_text()
+    root.locator("[data-testid=index]").fill("4")
+    assert page.evaluate("window.state.index") == 4
+    check(4)
+    root.locator("[data-testid=index]").fill("99")                 # 滑块本身夹在范围之内
+    assert page.evaluate("window.state.index") == 5
+    # 手机宽度放得下：没有横向滚动条，每格在窗口之内
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = root.locator("[data-testid=cell-2-1]").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390.5
+    ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-board-text", ".tfc-board-verdict.tfc-hit",
+                                          ".tfc-board-verdict.tfc-miss", ".tfc-board-model", "label", "output"])
+    assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
+    assert errors == []
+    page.close()
+
+
+def test_sample_board_shown_view_is_the_intended_view(browser):
+    w, _, _ = _sample_board(index=3)
+    page, errors = _harness(browser, w, width=1280)
+    assert shown_view("SampleBoard", page.locator(".tfc-board")) == {"index": 3}
+    # 宽屏：每行的两格并排
+    a = page.locator("[data-testid=cell-1-0]").bounding_box()
+    b = page.locator("[data-testid=cell-1-1]").bounding_box()
+    assert abs(a["y"] - b["y"]) < 1 and b["x"] > a["x"] + a["width"] - 1
     assert errors == []
     page.close()
