@@ -86,12 +86,12 @@ nbval: $(STAMP) _build/.src-hash
 
 browser: $(STAMP)
 	tools/system-deps.sh browser
-	$(BIN)/pytest -q tests -m browser
+	$(BIN)/pytest -q --durations=15 tests -m browser
 
 test: $(STAMP) _build/.src-hash
 	tools/system-deps.sh fonts browser sandbox
 	$(BIN)/python tools/nbtool.py check
-	TFCOURSE_STRICT_FONTS=1 $(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
+	TFCOURSE_STRICT_FONTS=1 $(BIN)/pytest -q --durations=15 -n $(JOBS) tests -m "not browser"
 	$(MAKE) numerics
 	TFCOURSE_STRICT_FONTS=1 $(NBVAL) book/p*/
 	$(FRESH)
@@ -101,7 +101,7 @@ test: $(STAMP) _build/.src-hash
 	@n=$$(ls book/p*/ch*.ipynb | wc -l); c=$$(grep -c "Using cached notebook" _build/book.log); \
 	if [ "$$c" -ne "$$n" ]; then \
 	  echo "错误：$$n 章里只有 $$c 章用上了本次 nbval 的执行结果（其余网页是旧的）"; exit 1; fi
-	$(BIN)/pytest -q tests -m browser
+	$(BIN)/pytest -q --durations=15 tests -m browser
 
 # 课程自己的模型：多个模型 × 多个种子，一章的预算里训练不完，由这条命令训练并写进
 # src/tfcourse/checkpoints/（每个检查点带 SHA-256，训练记录在它的 meta 里）。只重训几个：make checkpoints CKPT="bert-zh gpt-zh"

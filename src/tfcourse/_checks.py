@@ -48,3 +48,36 @@ def describe_shape(x) -> str:
     if type(x).__name__ == "Tensor":
         return str(tuple(shape))
     return f"{type(x).__name__}，形状 {tuple(shape)}"
+
+
+class ModelConfig:
+    """TransformerConfig、BertConfig、GPTConfig 共用的校验与方法（它们都是冻结的 dataclass）。
+
+    子类在类属性 POSITIVE 里列出必须是正整数的字段；__post_init__ 里调用 self.check_common()。
+    """
+
+    POSITIVE: tuple[str, ...] = ()
+
+    def check_common(self) -> None:
+        cls = type(self).__name__
+        for name in self.POSITIVE:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+                raise ValueError(f"{cls}.{name} 应为正整数，实际为 {value!r}。")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model 必须能被 n_heads 整除（每个头分到 d_model / n_heads 维）："
+                f"d_model={self.d_model}，n_heads={self.n_heads}，余 {self.d_model % self.n_heads}。"
+            )
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, numbers.Real) \
+                or not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"{cls}.dropout 应在 [0, 1) 之间，实际为 {self.dropout!r}。")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes):
+        """返回改了几个字段的新配置（配置本身不可变）。"""
+        import dataclasses
+        return dataclasses.replace(self, **changes)

@@ -12,14 +12,13 @@
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import describe_shape
+from ._checks import ModelConfig, describe_shape
 from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
@@ -31,7 +30,7 @@ INIT_STD = 0.02              # BERT 的初始化：权重取 N(0, 0.02²)，偏�
 
 
 @dataclass(frozen=True)
-class BertConfig:
+class BertConfig(ModelConfig):
     """BERT 的超参数。type_vocab_size：段（segment）的种数，句子 A / B 两种；pad_id：填充 token 的 id。"""
 
     vocab_size: int
@@ -45,32 +44,15 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_id: int = 0
 
+    POSITIVE = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "type_vocab_size")
+
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "type_vocab_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"BertConfig.{name} 应为正整数，实际为 {value!r}。")
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model 必须能被 n_heads 整除（每个头分到 d_model / n_heads 维）："
-                f"d_model={self.d_model}，n_heads={self.n_heads}，余 {self.d_model % self.n_heads}。"
-            )
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) \
-                or not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"BertConfig.dropout 应在 [0, 1) 之间，实际为 {self.dropout!r}。")
+        self.check_common()
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < float(eps) < 1.0:
             raise ValueError(f"BertConfig.layer_norm_eps 应为 (0, 1) 之间的小正数，实际为 {eps!r}。")
         if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"BertConfig.pad_id 应是词表里的 id（0 到 {self.vocab_size - 1}），实际为 {self.pad_id!r}。")
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    def replace(self, **changes) -> "BertConfig":
-        """返回改了几个字段的新配置（配置本身不可变）。"""
-        return dataclasses.replace(self, **changes)
 
 
 # 测试与演示用的小模型：几毫秒就能跑一次前向。

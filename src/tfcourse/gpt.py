@@ -15,13 +15,12 @@
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._checks import describe_shape, positive_int
+from ._checks import ModelConfig, describe_shape, positive_int
 from .attention import KVCache, causal_mask
 from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
@@ -32,7 +31,7 @@ __all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate", "
 
 
 @dataclass(frozen=True)
-class GPTConfig:
+class GPTConfig(ModelConfig):
     """GPT 的超参数。max_len：最多能处理的位置数（可学习的位置向量只有这么多）。"""
 
     vocab_size: int
@@ -43,27 +42,10 @@ class GPTConfig:
     max_len: int = 128
     dropout: float = 0.0
 
+    POSITIVE = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len")
+
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"GPTConfig.{name} 应为正整数，实际为 {value!r}。")
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model 必须能被 n_heads 整除（每个头分到 d_model / n_heads 维）："
-                f"d_model={self.d_model}，n_heads={self.n_heads}，余 {self.d_model % self.n_heads}。"
-            )
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) \
-                or not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"GPTConfig.dropout 应在 [0, 1) 之间，实际为 {self.dropout!r}。")
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    def replace(self, **changes) -> "GPTConfig":
-        """返回改了几个字段的新配置（配置本身不可变）。"""
-        return dataclasses.replace(self, **changes)
+        self.check_common()
 
 
 GPT_TINY = GPTConfig(vocab_size=50, d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=64)

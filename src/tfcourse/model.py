@@ -9,14 +9,13 @@
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._checks import describe_shape
+from ._checks import ModelConfig, describe_shape
 from .attention import causal_mask
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .positional import sinusoidal_positional_encoding
@@ -25,7 +24,7 @@ __all__ = ["TransformerConfig", "TINY", "BASE", "PRESETS", "Transformer", "copy_
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(ModelConfig):
     """Transformer 的超参数。n_layers 是编码器、解码器各自的层数（论文 N = 6）。
 
     share_embeddings：源、目标共用一张词向量表（论文用共享的 BPE 词表，要求两边词表大小相同）；
@@ -48,18 +47,10 @@ class TransformerConfig:
     tie_output: bool = True
     layer_norm_eps: float = 1e-5
 
+    POSITIVE = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len")
+
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"TransformerConfig.{name} 应为正整数，实际为 {value!r}。")
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model 必须能被 n_heads 整除（每个头分到 d_model / n_heads 维）："
-                f"d_model={self.d_model}，n_heads={self.n_heads}，余 {self.d_model % self.n_heads}。"
-            )
-        if isinstance(self.dropout, bool) or not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"TransformerConfig.dropout 应在 [0, 1) 之间，实际为 {self.dropout!r}。")
+        self.check_common()
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < smallest:
             raise ValueError(f"pad_id 应是两边词表里都有的 id（0 到 {smallest - 1}），实际为 {self.pad_id!r}。")
@@ -68,14 +59,6 @@ class TransformerConfig:
                 f"share_embeddings=True 要求源、目标词表一样大：src_vocab_size={self.src_vocab_size}，"
                 f"tgt_vocab_size={self.tgt_vocab_size}。"
             )
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    def replace(self, **changes) -> "TransformerConfig":
-        """返回改了几个字段的新配置（配置本身不可变）。"""
-        return dataclasses.replace(self, **changes)
 
 
 # 测试与演示用的小模型：几毫秒就能跑一次前向。
