@@ -1,0 +1,168 @@
+"""第 14 章的分类器：形状、填充不影响结果、能记住一小批数据、错误输入；发布的检查点复测仍达到记录的数字。"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tfcourse import checkpoints
+from tfcourse.bert import TINY, BertModel
+from tfcourse.classify import (CLASSIFIER_NAMES, BertCharEncoder, BertClassifier, CharEncoder, GRUClassifier,
+                               LengthBuckets, ReviewClassifier, TransformerClassifier, evaluate_logits, fine_tune,
+                               load_classifier, tfidf_baseline)
+from tfcourse.tokenize.chars import CharVocab
+
+POS = ["很好用，推荐", "质量不错，物流快", "非常满意，好评", "服务热情，环境好"]
+NEG = ["太差了，退货", "质量很差，不推荐", "非常失望，差评", "服务冷淡，环境脏"]
+TEXTS, LABELS = POS + NEG, [1] * 4 + [0] * 4
+VOCAB = CharVocab.build(TEXTS, 100, specials=("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
+
+
+def models():
+    torch.manual_seed(0)
+    V = len(VOCAB)
+    bert = BertModel(TINY.replace(vocab_size=V, max_len=32))
+    return {
+        "gru": GRUClassifier(V, d_model=16, d_hidden=16, dropout=0.0),
+        "transformer": TransformerClassifier(V, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=32, dropout=0.0),
+        "transformer-cls": TransformerClassifier(V, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=32,
+                                                 dropout=0.0, pool="cls"),
+        "bert": BertClassifier(bert, pool="mean", dropout=0.0),
+        "bert-frozen": BertClassifier(BertModel(TINY.replace(vocab_size=V, max_len=32)), pool="cls",
+                                      dropout=0.0, freeze_layers=1),
+    }
+
+
+@pytest.mark.parametrize("name", list(models()))
+def test_shapes_and_padding_invariance(name):
+    model = models()[name].eval()
+    enc = BertCharEncoder(VOCAB, 32) if name.startswith("bert") else CharEncoder(VOCAB, 32)
+    short, long = enc.encode("很好"), enc.encode("质量很差，不推荐，非常失望")
+    alone = torch.tensor([short])
+    with torch.no_grad():
+        a = model(alone, torch.ones_like(alone, dtype=torch.bool))
+        data = LengthBuckets([short, long, short + short], batch_size=3)
+        x, mask, _ = data.in_order()[0]
+        assert x.shape == (3, len(long)) and mask.sum().item() == 3 * len(short) + len(long)
+        both = evaluate_logits(model, data)
+    assert a.shape == (1, 2) and both.shape == (3, 2)
+    # 同一条评论：单独算，和放进一批、后面补了一串填充再算，logits 相同
+    torch.testing.assert_close(both[0], a[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gru", "transformer", "bert"])
+def test_fine_tune_memorises_a_tiny_batch(name):
+    model = models()[name]
+    enc = BertCharEncoder(VOCAB, 32) if name == "bert" else CharEncoder(VOCAB, 32)
+    data = LengthBuckets([enc.encode(t) for t in TEXTS], LABELS, batch_size=4)
+    rec = fine_tune(model, data, epochs=60, lr=1e-2, seed=0, val=data, warmup=0.0, progress=False)
+    assert rec.steps == 120 and len(rec.val_accuracy) == 60 and rec.seconds > 0
+    assert rec.val_accuracy[-1] == 1.0 and np.mean(rec.losses[-4:]) < np.mean(rec.losses[:4]) / 5
+    assert rec.trained_parameters == sum(p.numel() for p in model.parameters())
+
+
+def test_frozen_layers_do_not_move_and_cached_path_agrees():
+    model = models()["bert-frozen"]
+    frozen = {k: v.clone() for k, v in model.bert.layers[0].state_dict().items()}
+    enc = BertCharEncoder(VOCAB, 32)
+    data = LengthBuckets([enc.encode(t) for t in TEXTS], LABELS, batch_size=4)
+    fine_tune(model, data, epochs=3, lr=1e-2, seed=0, progress=False)
+    for k, v in model.bert.layers[0].state_dict().items():
+        assert torch.equal(v, frozen[k]), k
+    model.eval()
+    x, mask, _ = data.in_order()[0]
+    with torch.no_grad():
+        torch.testing.assert_close(model.forward_upper(model.encode_lower(x, mask), mask), model(x, mask))
+
+
+def test_length_buckets_cover_every_item_once_and_are_seeded():
+    items = [[1] * n for n in range(1, 40)]
+    data = LengthBuckets(items, [i % 2 for i in range(39)], batch_size=8, pool=2)
+    e0, again, e1 = data.epoch(0, seed=3), data.epoch(0, seed=3), data.epoch(1, seed=3)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(e0, again))
+    assert any(a[0].shape != b[0].shape or not torch.equal(a[0], b[0]) for a, b in zip(e0, e1))
+    assert sum(int(m.sum()) for _, m, _ in e0) == sum(range(1, 40))
+    for x, mask, y in e0:
+        assert x.shape[1] == int(mask.sum(1).max())                    # 只补齐到这一批最长的
+    assert data.padding_share() < data.padding_share(fixed_len=39)
+
+
+def test_review_classifier_and_attention():
+    model = models()["transformer"]
+    clf = ReviewClassifier(model, CharEncoder(VOCAB, 32))
+    p = clf.predict_proba(TEXTS)
+    assert p.shape == (8,) and ((p >= 0) & (p <= 1)).all()
+    assert np.array_equal(clf.predict(TEXTS), (p > 0.5).astype(int)) or np.allclose(p, 0.5, atol=1e-3)
+    att = clf.attention("质量不错")
+    assert att["tokens"] == list("质量不错") and att["weights"].shape == (2, 4, 4)
+    np.testing.assert_allclose(att["weights"].sum(-1), 1.0, atol=1e-5)
+    with pytest.raises(ValueError, match="没有注意力"):
+        ReviewClassifier(models()["gru"], CharEncoder(VOCAB, 32)).attention("很好")
+
+
+def test_bad_inputs_raise_chinese_errors():
+    clf = ReviewClassifier(models()["gru"], CharEncoder(VOCAB, 32))
+    with pytest.raises(ValueError, match="一组字符串"):
+        clf.predict_proba("很好")
+    with pytest.raises(ValueError, match="空的"):
+        clf.predict([])
+    with pytest.raises(ValueError, match="第 1 项"):
+        clf.predict(["好", 3])
+    with pytest.raises(ValueError, match="标签"):
+        tfidf_baseline(TEXTS, [1, 2] * 4)
+    with pytest.raises(ValueError, match="ngram_range"):
+        tfidf_baseline(TEXTS, LABELS, ngram_range=(2, 1))
+    with pytest.raises(ValueError, match="pool"):
+        TransformerClassifier(10, pool="max")
+    with pytest.raises(ValueError, match="freeze_layers"):
+        BertClassifier(BertModel(TINY), freeze_layers=5)
+    data = LengthBuckets([[3, 4]], [1])
+    with pytest.raises(ValueError, match="lr"):
+        fine_tune(models()["gru"], data, epochs=1, lr=-1.0, seed=0, progress=False)
+    with pytest.raises(ValueError, match="不认识|没有名为"):
+        load_classifier("cls-nope")
+    with pytest.raises(ValueError, match="mask"):
+        models()["gru"](torch.tensor([[3, 4]]), torch.tensor([[False, False]]))
+
+
+def test_tfidf_baseline_fits_and_separates_the_toy_data():
+    pipe = tfidf_baseline(TEXTS, LABELS, C=10.0)
+    assert list(pipe.predict(TEXTS)) == LABELS
+
+
+# ---------------------------------------------------------------------------
+# 发布的检查点：重新载入后在同一份测试集上复测，仍达到 meta 里记录的数字
+# ---------------------------------------------------------------------------
+
+SHIPPED = [n for n in CLASSIFIER_NAMES if n in checkpoints.names()]
+MARGIN = 0.005                   # 别的 CPU 上浮点求和顺序不同，个别评论可能翻转
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_classifier_reaches_its_recorded_test_accuracy(name):
+    from tfcourse.data.reviews import split_reviews
+
+    clf = load_classifier(name)
+    test = split_reviews(0).test
+    texts, labels = list(test.texts), np.asarray(test.labels)
+    recorded = clf.meta["shipped"]["test_accuracy"]
+    if name == "cls-minilm":                     # MiniLM 大 20 倍：只复测记录过的固定子集
+        pick = np.sort(np.random.default_rng(0).choice(len(texts), clf.meta["test_subset"]["n"], replace=False))
+        texts, labels = [texts[i] for i in pick], labels[pick]
+        recorded = clf.meta["test_subset"]["accuracy"]
+    acc = float((clf.predict(texts) == labels).mean())
+    assert abs(acc - recorded) <= MARGIN, f"{name}：复测 {acc:.4f}，记录 {recorded:.4f}"
+    seeds = clf.meta["seeds"]
+    assert len(seeds) >= 3 and clf.meta["shipped_seed"] == max(seeds, key=lambda r: r["val_accuracy"])["seed"]
+
+
+def test_shipped_bert_zh_loads_with_its_vocabulary():
+    if "bert-zh" not in checkpoints.names():
+        pytest.skip("bert-zh 还没有训练")
+    from tfcourse.classify import load_bert_zh
+
+    model, vocab = load_bert_zh()
+    assert model.config.vocab_size == len(vocab) and vocab.itos[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    _, meta = checkpoints.load("bert-zh")
+    held = meta["held_out"]
+    assert held["bert_loss"] < held["unigram_loss"] and held["bert_accuracy"] > held["unigram_top_accuracy"]
