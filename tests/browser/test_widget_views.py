@@ -329,7 +329,7 @@ WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplore
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
                   "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
-                  "KnowledgeMap": ".tfc-kmap"}
+                  "KnowledgeMap": ".tfc-kmap", "SampleBoard": ".tfc-board"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -446,6 +446,8 @@ def _constructor_view(cls, call, env) -> dict:
     if cls == "KnowledgeMap":
         a = _call_args(call, ["data"], {"selected": None, "module": ""}, env)
         return {"selected": a["selected"] if a["selected"] is not None else UNKNOWN, "module": a["module"]}
+    if cls == "SampleBoard":
+        return {"index": _call_args(call, ["samples", "probs"], {"index": 0}, env)["index"]}
     raise AssertionError(cls)
 
 
@@ -472,6 +474,8 @@ def _apply_setter(cls, method, call, view, env):
         view["selected"] = _call_args(call, ["number"], {}, env)["number"]
     elif cls == "KnowledgeMap" and method == "highlight":
         view["module"] = _call_args(call, ["module"], {"module": ""}, env)["module"]
+    elif cls == "SampleBoard" and method == "set":
+        view["index"] = _call_args(call, ["index"], {}, env)["index"]
     elif cls == "AttentionPlayground" and method == "set_query":
         a = _call_args(call, ["x", "y"], {}, env)
         view["query"] = (a["x"], a["y"])
@@ -515,6 +519,8 @@ def shown_view(cls, root) -> dict:
         mod = root.locator('button.km-mod[aria-pressed="true"]')
         return {"selected": int(picked.get_attribute("data-chapter")) if picked.count() else 0,
                 "module": mod.first.get_attribute("data-module") if mod.count() else ""}
+    if cls == "SampleBoard":
+        return {"index": int(root.locator("[data-testid=index]").input_value())}
     raise AssertionError(cls)
 
 
@@ -785,6 +791,60 @@ def test_knowledge_map_clicks_follow_the_repository_data(browser, theme):
     page.close()
 
 
+# ---------- 样本看板（第 15 章）：拖动"第几条"之后，每格的文本、判决和成功率 = Python 算好的 ----------
+
+def _sample_board(index=0):
+    from tfcourse.widgets import SampleBoard
+    rng = np.random.default_rng(0)
+    models, n = ["基座", "LoRA r=4", "全量微调"], 6
+    texts = [[[f"{m}·{c}·第{i}条" + "很长的评论" * (i % 3) for i in range(n)] for c in ("好", "差")] for m in models]
+    probs = rng.uniform(0, 1, size=(2, len(models), 2, n))
+    probs[0, 0, 0, 0], probs[1, 0, 0, 0] = 0.9, 0.2                 # 第 0 条、第一格：两位评委意见不同
+    return SampleBoard(texts, probs, models=models, judges=["评委 A", "评委 B"], index=index), texts, probs
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_sample_board_shows_the_precomputed_samples_and_verdicts(browser, theme):
+    from test_site import _CONTRAST_JS
+    w, texts, probs = _sample_board()
+    page, errors = _harness(browser, w, theme=theme, width=390)
+    root = page.locator(".tfc-board")
+
+    def check(i):
+        for m in range(3):
+            for c, wanted in enumerate((1, 0)):
+                cell = root.locator(f"[data-testid=cell-{m}-{c}]")
+                assert cell.locator("[data-testid=text]").inner_text() == texts[m][c][i]
+                for j in range(2):
+                    verdict = cell.locator(f"[data-testid=verdict-{j}]").inner_text()
+                    hit = (probs[j, m, c, i] >= 0.5) == wanted
+                    assert verdict.startswith("✓" if hit else "✗"), verdict
+                    assert f"{w.probs[m][c][i][j]:.2f}" in verdict              # 显示的是 Python 取整后的概率
+                rate = cell.locator("[data-testid=rate]").inner_text()
+                for j in range(2):
+                    want = ((probs[j, m, c] >= 0.5) == wanted).mean()
+                    assert f"{100 * want:.0f}%" in rate
+
+    assert shown_view("SampleBoard", root) == {"index": 0}
+    check(0)
+    assert "✓" in root.locator("[data-testid=cell-0-0] [data-testid=verdict-0]").inner_text()
+    assert "✗" in root.locator("[data-testid=cell-0-0] [data-testid=verdict-1]").inner_text()
+    root.locator("[data-testid=index]").fill("4")
+    assert page.evaluate("window.state.index") == 4
+    check(4)
+    root.locator("[data-testid=index]").fill("99")                 # 滑块本身夹在范围之内
+    assert page.evaluate("window.state.index") == 5
+    # 手机宽度放得下：没有横向滚动条，每格在窗口之内
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = root.locator("[data-testid=cell-2-1]").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390.5
+    ratios = root.evaluate(_CONTRAST_JS, [".tfc-title", ".tfc-board-text", ".tfc-board-verdict.tfc-hit",
+                                          ".tfc-board-verdict.tfc-miss", ".tfc-board-model", "label", "output"])
+    assert {k: r for k, r in ratios.items() if r is None or r < 4.5} == {}
+    assert errors == []
+    page.close()
+
+
 def test_knowledge_map_clamps_a_bad_chapter_in_the_browser(browser):
     from tfcourse.widgets import KnowledgeMap
     from tfcourse.widgets.knowledge_map import build_knowledge_map
@@ -810,3 +870,13 @@ def test_intended_views_reads_the_knowledge_map(tmp_path):
     # 第 16 章：地图打开时选中第 16 章
     ch16 = ROOT / "book" / "p4-practice" / "ch16-optimization-evaluation-roadmap.ipynb"
     assert ("KnowledgeMap", {"selected": 16, "module": ""}) in intended_views(ch16)
+def test_sample_board_shown_view_is_the_intended_view(browser):
+    w, _, _ = _sample_board(index=3)
+    page, errors = _harness(browser, w, width=1280)
+    assert shown_view("SampleBoard", page.locator(".tfc-board")) == {"index": 3}
+    # 宽屏：每行的两格并排
+    a = page.locator("[data-testid=cell-1-0]").bounding_box()
+    b = page.locator("[data-testid=cell-1-1]").bounding_box()
+    assert abs(a["y"] - b["y"]) < 1 and b["x"] > a["x"] + a["width"] - 1
+    assert errors == []
+    page.close()
