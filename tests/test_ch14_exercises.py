@@ -8,15 +8,6 @@ from tfcourse.exercises import EXERCISES, check
 F1, CI = "ch14.f1_from_confusion", "ch14.bootstrap_ci"
 
 
-@pytest.mark.parametrize("ex_id", [F1, CI])
-def test_reference_passes_public_and_hidden_cases(ex_id):
-    ex = EXERCISES[ex_id]
-    assert check(ex_id, ex.reference).passed
-    for seed in range(3):
-        result = check(ex_id, ex.reference, cases=ex.generate(np.random.default_rng(seed)))
-        assert result.passed, result.summary()
-
-
 def _transposed(cm):                    # 行列弄反：精确率与召回率对调
     return EXERCISES[F1].reference(np.asarray(cm).T)
 

@@ -8,14 +8,6 @@ from tfcourse.exercises import EXERCISES, check
 ID = "ch16.online_softmax_step"
 
 
-def test_reference_passes_public_and_hidden_cases():
-    ex = EXERCISES[ID]
-    assert check(ID, ex.reference).passed
-    for seed in range(3):
-        result = check(ID, ex.reference, cases=ex.generate(np.random.default_rng(seed)))
-        assert result.passed, result.summary()
-
-
 def test_steps_over_all_blocks_give_the_full_softmax():
     step = EXERCISES[ID].reference
     g = torch.Generator().manual_seed(0)

@@ -122,3 +122,13 @@ def test_large_results_computed_in_float32_pass_but_wrong_ones_fail():
     assert _compare(expected, expected.astype(np.float32), atol=1e-6, rtol=1e-5) is None
     assert "数值不对" in _compare(expected, expected * 1.001, atol=1e-6, rtol=1e-5)
     assert "数值不对" in _compare(expected, expected + [0, 1e-5], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_reference_passes_public_and_hidden_cases(exercise_id):
+    """每道练习的参考实现都通过公开用例和几组隐藏用例（各章的测试只需写"常见错误被抓住"）。"""
+    ex = EXERCISES[exercise_id]
+    assert check(exercise_id, ex.reference).passed
+    for seed in range(3):
+        result = check(exercise_id, ex.reference, cases=ex.generate(np.random.default_rng(seed)))
+        assert result.passed, result.summary()
