@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -409,12 +408,15 @@ def fine_tune(model: nn.Module, batches: LengthBuckets, *, epochs: int, lr: floa
               val: LengthBuckets | None = None, warmup: float = 0.1, weight_decay: float = 0.01,
               clip_norm: float | None = 1.0, forward: Callable | None = None, progress=True,
               desc: str = "微调") -> FineTuneRecord:
-    """所有神经网络分类器共用的训练循环：交叉熵，AdamW，学习率线性预热（前 warmup 比例的步）再线性衰减。
+    """所有神经网络分类器共用的微调：交叉熵，学习率线性预热（前 warmup 比例的步）再线性衰减；
+    循环本身是第 10 章的 `train.fit`（AdamW、梯度裁剪、进度条）。
 
     只训练 requires_grad 的参数（冻结的层不动）。seed 决定 dropout 和每轮的批顺序。
     forward(x, mask)：默认 model(x, mask)；缓存了冻结层的输出时传 model.forward_upper。
     val：每轮结束时在它上面测一次准确率。progress：True 显示 tqdm 进度条，False 不显示，或传入建好的进度条。
     """
+    from .train import fit
+
     epochs = positive_int(epochs, "epochs")
     if not isinstance(batches, LengthBuckets) or batches.labels is None:
         raise ValueError(f"batches 应为带标签的 LengthBuckets，实际得到 {type(batches).__name__}。")
@@ -429,47 +431,18 @@ def fine_tune(model: nn.Module, batches: LengthBuckets, *, epochs: int, lr: floa
     total = epochs * len(batches)
     warm = min(int(warmup * total), total - 1)
     torch.manual_seed(seed)                                            # dropout 的随机数
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    bar, own = progress, False
-    if progress is True:
-        from tqdm.auto import tqdm
-        bar, own = tqdm(total=total, desc=desc), True
-    elif progress is False:
-        bar = None
-    record = FineTuneRecord(0, 0.0, trained_parameters=sum(p.numel() for p in params))
-    was = model.training
-    step = 0
-    try:
-        for ep in range(epochs):
-            model.train()
-            t0 = time.perf_counter()
-            for x, mask, y in batches.epoch(ep, seed):
-                step += 1
-                for g in opt.param_groups:
-                    g["lr"] = warmup_linear_lr(step, lr, warm, total)
-                loss = F.cross_entropy(forward(x, mask), y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if clip_norm is not None:
-                    nn.utils.clip_grad_norm_(params, clip_norm)
-                opt.step()
-                record.losses.append(loss.item())
-                if bar is not None:
-                    bar.update(1)
-                    if step % 20 == 0:
-                        bar.set_postfix(loss=f"{np.mean(record.losses[-20:]):.3f}", refresh=False)
-            record.seconds += time.perf_counter() - t0
-            if val is not None:
-                record.val_accuracy.append(_val_accuracy(model, val, forward))
-                if bar is not None:
-                    bar.set_postfix(loss=f"{np.mean(record.losses[-20:]):.3f}",
-                                    val=f"{record.val_accuracy[-1]:.3f}", refresh=False)
-    finally:
-        if own:
-            bar.close()
-        model.train(was)
-    record.steps = step
-    return record
+    stream = (b for ep in range(epochs) for b in batches.epoch(ep, seed))   # 一轮接一轮的批
+
+    def loss_at(step):
+        x, mask, y = next(stream)
+        return F.cross_entropy(forward(x, mask), y)
+
+    rec = fit(model, loss_at, steps=total, lr_at=lambda s: warmup_linear_lr(s, lr, warm, total), params=params,
+              weight_decay=weight_decay, clip_norm=clip_norm, progress=progress, desc=desc,
+              eval_fn=None if val is None else (lambda: _val_accuracy(model, val, forward)),
+              eval_every=len(batches) if val is not None else 0)
+    return FineTuneRecord(rec.steps, rec.seconds, rec.losses, rec.evals,
+                          trained_parameters=sum(p.numel() for p in params))
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import time
 
 import torch
 from torch import nn
@@ -117,12 +116,13 @@ def _lm_loss(model, ids, targets) -> torch.Tensor:
 def fine_tune_lm(model, ids: torch.Tensor, targets: torch.Tensor, *, steps: int, batch_size: int,
                  peak_lr: float, warmup_steps: int = 0, weight_decay: float = 0.0, seed: int = 0,
                  total_steps: int | None = None, progress=True, desc: str = "微调") -> dict:
-    """在 (ids, targets) 上微调 model 里 requires_grad 的参数：每步随机取 batch_size 个样本，
-    AdamW + 线性预热 / 线性衰减 + 梯度裁剪 1.0。返回 {"loss": 每步损失, "seconds": 用时, "trainable": 参数个数}。
+    """在 (ids, targets) 上微调 model 里 requires_grad 的参数：每步随机取 batch_size 个样本。
+    循环是第 10 章的 `train.fit`（AdamW + 线性预热 / 线性衰减 + 梯度裁剪 1.0）。
+    返回 {"loss": 每步损失, "seconds": 用时, "trainable": 参数个数}。
 
     total_steps：学习率日程按这么多步排（默认 = steps）。只跑前 steps 步、日程按 total_steps 排，
     得到的就是一次完整训练的前 steps 步（同一种子、同样的批次）——章节里现场重跑一小段时用。"""
-    from .train import warmup_linear_lr
+    from .train import fit, warmup_linear_lr
 
     steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
     total = steps if total_steps is None else positive_int(total_steps, "total_steps")
@@ -135,35 +135,15 @@ def fine_tune_lm(model, ids: torch.Tensor, targets: torch.Tensor, *, steps: int,
     if not params:
         raise ValueError("模型里没有可训练的参数（requires_grad 全为 False）。")
     gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(params, lr=peak_lr, betas=(0.9, 0.95), weight_decay=weight_decay)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, desc=desc)
-    history = {"loss": []}
-    model.train()
-    t0 = time.perf_counter()
-    try:
-        for step in range(1, steps + 1):
-            for group in opt.param_groups:
-                group["lr"] = warmup_linear_lr(step, peak_lr, warmup_steps, total)
-            pick = torch.randint(0, ids.shape[0], (batch_size,), generator=gen)
-            loss = _lm_loss(model, ids[pick], targets[pick])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            history["loss"].append(loss.item())
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}")
-    finally:
-        if bar is not None:
-            bar.close()
-        model.eval()
-    history["seconds"] = time.perf_counter() - t0
-    history["trainable"] = sum(p.numel() for p in params)
-    return history
+
+    def loss_at(step):
+        pick = torch.randint(0, ids.shape[0], (batch_size,), generator=gen)
+        return _lm_loss(model, ids[pick], targets[pick])
+
+    rec = fit(model, loss_at, steps=steps, lr_at=lambda s: warmup_linear_lr(s, peak_lr, warmup_steps, total),
+              params=params, betas=(0.9, 0.95), weight_decay=weight_decay, progress=progress, desc=desc)
+    model.eval()
+    return {"loss": rec.losses, "seconds": rec.seconds, "trainable": sum(p.numel() for p in params)}
 
 
 @torch.no_grad()

@@ -182,15 +182,14 @@ def _check_stream(ids, block: int, name: str) -> torch.Tensor:
 def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, block: int, peak_lr: float,
              warmup_steps: int = 0, weight_decay: float = 0.1, seed: int = 0, progress=True,
              eval_fn=None, eval_every: int = 0, desc: str = "训练 GPT") -> dict:
-    """语言模型的训练循环：每步从 ids 里随机取 batch_size 个长 block + 1 的窗口，
-    输入前 block 个、预测后 block 个（整体右移一位），AdamW + 线性预热 / 线性衰减 + 梯度裁剪 1.0。
+    """语言模型的训练：每步从 ids 里随机取 batch_size 个长 block + 1 的窗口，
+    输入前 block 个、预测后 block 个（整体右移一位）。循环本身是第 10 章的 `train.fit`
+    （AdamW、线性预热 / 线性衰减、梯度裁剪 1.0、进度条）。
 
     eval_fn()：每 eval_every 步调用一次（以及最后一步），返回一个数（例如留出集的平均损失）。
     返回 {"loss": 每步训练损失, "eval_steps": [...], "eval": [...], "seconds": 训练用时}。
     """
-    import time
-
-    from .train import warmup_linear_lr
+    from .train import fit, warmup_linear_lr
 
     if not isinstance(model, GPT):
         raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
@@ -200,44 +199,19 @@ def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, bloc
         raise ValueError(f"窗口长度 block={block} 超过了模型的 max_len={model.config.max_len}。")
     ids = _check_stream(ids, block, "ids")
     gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=weight_decay)
     offsets = torch.arange(block + 1)
-    bar, own_bar = progress, False
-    if progress is True:
-        from tqdm.auto import tqdm
-        bar, own_bar = tqdm(total=steps, desc=desc), True
-    elif progress is False:
-        bar = None
-    history = {"loss": [], "eval_steps": [], "eval": []}
-    model.train()
-    t0 = time.perf_counter()
-    try:
-        for step in range(1, steps + 1):
-            for group in opt.param_groups:
-                group["lr"] = warmup_linear_lr(step, peak_lr, warmup_steps, steps)
-            start = torch.randint(0, ids.numel() - block, (batch_size,), generator=gen)
-            window = ids[start[:, None] + offsets]                      # (B, block + 1)
-            logits = model(window[:, :-1])                              # (B, block, V)
-            loss = nn.functional.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            history["loss"].append(loss.item())
-            if eval_fn is not None and eval_every and (step % eval_every == 0 or step == steps):
-                model.eval()
-                history["eval_steps"].append(step)
-                history["eval"].append(float(eval_fn()))
-                model.train()
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}")
-    finally:
-        if own_bar:
-            bar.close()
-        model.eval()
-    history["seconds"] = time.perf_counter() - t0
-    return history
+
+    def loss_at(step):
+        start = torch.randint(0, ids.numel() - block, (batch_size,), generator=gen)
+        window = ids[start[:, None] + offsets]                          # (B, block + 1)
+        logits = model(window[:, :-1])                                  # (B, block, V)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+
+    rec = fit(model, loss_at, steps=steps, lr_at=lambda s: warmup_linear_lr(s, peak_lr, warmup_steps, steps),
+              betas=(0.9, 0.95), weight_decay=weight_decay, eval_fn=eval_fn, eval_every=eval_every,
+              progress=progress, desc=desc)
+    model.eval()
+    return {"loss": rec.losses, "eval_steps": rec.eval_steps, "eval": rec.evals, "seconds": rec.seconds}
 
 
 @torch.no_grad()

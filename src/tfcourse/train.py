@@ -1,7 +1,9 @@
 """训练循环（带进度条）。第 1 章引入，之后训练模型的章节共用。
 
 第 10 章加入序列到序列（seq2seq）的训练：带标签平滑的交叉熵 `label_smoothed_cross_entropy`、
-两种预热学习率 `noam_lr`（论文式 3）与 `warmup_linear_lr`（线性预热再线性衰减）、训练循环 `train_seq2seq`。
+两种预热学习率 `noam_lr`（论文式 3）与 `warmup_linear_lr`（线性预热再线性衰减），以及各章共用的训练循环 `fit`
+（学习率日程、梯度裁剪、进度条、验证曲线、计时）；`train_seq2seq` 只是给它一个算 seq2seq 损失的函数。
+第 13 章的 `gpt.train_lm`、第 14 章的 `classify.fine_tune`、第 15 章的 `control.fine_tune_lm` 也都调用 `fit`。
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from ._checks import finite_number, positive_int
 
 __all__ = [
     "TrainResult", "accuracy", "train_classifier",
-    "label_smoothed_cross_entropy", "noam_lr", "warmup_linear_lr", "Seq2SeqResult", "train_seq2seq",
+    "label_smoothed_cross_entropy", "noam_lr", "warmup_linear_lr", "FitResult", "Seq2SeqResult", "fit",
+    "train_seq2seq",
 ]
 
 
@@ -141,17 +144,111 @@ def warmup_linear_lr(step: int, peak_lr: float, warmup_steps: int, total_steps: 
 
 
 @dataclass
-class Seq2SeqResult:
-    """train_seq2seq 的记录：跑了几步、用了几秒、每步的训练损失与学习率。"""
+class FitResult:
+    """一次训练的记录（`fit` 返回）：跑了几步、训练用了几秒（不含验证）、每步的损失与学习率，
+    以及每次验证的步数与结果（验证曲线）。"""
 
     steps: int
     seconds: float
     losses: list[float] = field(default_factory=list)
     lrs: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    evals: list[float] = field(default_factory=list)
+    eval_seconds: float = 0.0
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else float("inf")
+
+
+Seq2SeqResult = FitResult          # 第 10 章的名字：train_seq2seq 返回的就是 fit 的记录
+
+
+def _progress_bar(progress, total: int, desc: str):
+    """progress：True 新建一个 tqdm 进度条，False 不显示，或者就是调用者建好的进度条。返回 (进度条, 是否自己建的)。"""
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc), True
+    return (None if progress is False else progress), False
+
+
+def fit(
+    model: nn.Module,
+    loss_at: Callable[[int], torch.Tensor],
+    *,
+    steps: int,
+    lr_at: Callable[[int], float],
+    params=None,
+    betas: tuple[float, float] = (0.9, 0.999),
+    weight_decay: float = 0.01,
+    clip_norm: float | None = 1.0,
+    eval_fn: Callable[[], float] | None = None,
+    eval_every: int = 0,
+    num_threads: int | None = None,
+    progress=True,
+    desc: str = "训练",
+) -> FitResult:
+    """各章共用的训练循环。第 step 步（从 1 数起）：学习率设为 lr_at(step) → loss = loss_at(step)
+    （它自己取这一步的批、做前向）→ 反向 → 梯度范数裁剪到 clip_norm（None 不裁剪）→ AdamW 走一步。
+
+    params：要训练的参数（默认是 model 里 requires_grad 的全部）。eval_fn()：每 eval_every 步
+    （以及最后一步）在 eval 模式下调用一次，返回一个数（验证损失、准确率……），记进验证曲线。
+    num_threads：训练期间 torch 用的线程数（结束后恢复）。progress 见 `_progress_bar`。
+    结束后模型恢复调用前的 train/eval 模式。第 10 章引入；第 13–15 章的训练都调用它。
+    """
+    steps = positive_int(steps, "steps")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
+        raise ValueError(f"eval_every 应为 ≥ 0 的整数（0 = 不验证），实际为 {eval_every!r}。")
+    params = [p for p in model.parameters() if p.requires_grad] if params is None else list(params)
+    if not params:
+        raise ValueError("模型里没有要训练的参数（requires_grad 全为 False）。")
+    opt = torch.optim.AdamW(params, lr=lr_at(1), betas=betas, weight_decay=weight_decay)
+    record = FitResult(0, 0.0)
+    bar, own_bar = _progress_bar(progress, steps, desc)
+    old_threads, was_training = torch.get_num_threads(), model.training
+    if num_threads is not None:
+        torch.set_num_threads(positive_int(num_threads, "num_threads"))
+    model.train()
+    start = time.perf_counter()
+    try:
+        for step in range(1, steps + 1):
+            lr = lr_at(step)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            loss = loss_at(step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_norm is not None:
+                nn.utils.clip_grad_norm_(params, clip_norm)
+            opt.step()
+            record.losses.append(loss.item())
+            record.lrs.append(lr)
+            record.steps = step
+            postfix = None
+            if eval_fn is not None and eval_every and (step % eval_every == 0 or step == steps):
+                t_eval = time.perf_counter()
+                model.eval()
+                with torch.no_grad():
+                    record.evals.append(float(eval_fn()))
+                record.eval_steps.append(step)
+                model.train()
+                record.eval_seconds += time.perf_counter() - t_eval
+                postfix = {"val": f"{record.evals[-1]:.3f}"}
+            if bar is not None:
+                bar.update(1)
+                if step % 20 == 0 or step == steps or postfix:
+                    recent = record.losses[-20:]
+                    bar.set_postfix(loss=f"{sum(recent) / len(recent):.3f}", lr=f"{lr:.2e}",
+                                    **(postfix or {}), refresh=False)
+    finally:
+        if num_threads is not None:
+            torch.set_num_threads(old_threads)
+        if own_bar:
+            bar.close()
+        model.train(was_training)
+    record.seconds = time.perf_counter() - start - record.eval_seconds
+    return record
 
 
 def train_seq2seq(
@@ -168,54 +265,20 @@ def train_seq2seq(
     num_threads: int | None = None,
     progress=True,
     desc: str = "训练",
-) -> Seq2SeqResult:
+) -> FitResult:
     """用教师强制（teacher forcing）训练编码器–解码器：loss = 交叉熵(model(src, tgt_in), tgt_out)。
 
     batch_fn() 每次返回 (src (B, S), tgt_in (B, T), tgt_out (B, T))，tgt_in = <bos> + 目标，tgt_out = 目标 + <eos>；
-    tgt_out 里等于 pad_id 的位置不计损失。lr_at(step) 给出第 step 步（从 1 数起）的学习率，优化器是 AdamW。
-    clip_norm：梯度范数裁剪的上限（None 不裁剪）。num_threads：训练期间 torch 用的线程数（结束后恢复）。
-    progress：True 新建一个 tqdm 进度条，False 不显示，也可以传入调用者建好的 tqdm 进度条（每步前进 1）。
+    tgt_out 里等于 pad_id 的位置不计损失。lr_at(step) 给出第 step 步（从 1 数起）的学习率；
+    其余（AdamW、裁剪、进度条、计时、线程数）都交给共用的训练循环 `fit`。
     """
-    steps = positive_int(steps, "steps")
-    opt = torch.optim.AdamW(model.parameters(), lr=lr_at(1), betas=betas, weight_decay=weight_decay)
-    losses: list[float] = []
-    lrs: list[float] = []
-    bar, own_bar = progress, False
-    if progress is True:
-        from tqdm.auto import tqdm
 
-        bar, own_bar = tqdm(total=steps, desc=desc), True
-    elif progress is False:
-        bar = None
-    old_threads, was_training = torch.get_num_threads(), model.training
-    if num_threads is not None:
-        torch.set_num_threads(positive_int(num_threads, "num_threads"))
-    model.train()
-    start = time.perf_counter()
-    try:
-        for step in range(1, steps + 1):
-            src, tgt_in, tgt_out = batch_fn()
-            lr = lr_at(step)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            logits = model(src, tgt_in)                                        # (B, T, V)
-            loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(),
-                                               ignore_index=pad_id, label_smoothing=label_smoothing)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip_norm is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-            opt.step()
-            losses.append(loss.item())
-            lrs.append(lr)
-            if bar is not None:
-                bar.update(1)
-                if step % 50 == 0 or step == steps:
-                    bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
-    finally:
-        if num_threads is not None:
-            torch.set_num_threads(old_threads)
-        if own_bar:
-            bar.close()
-        model.train(was_training)
-    return Seq2SeqResult(steps, time.perf_counter() - start, losses, lrs)
+    def loss_at(step):
+        src, tgt_in, tgt_out = batch_fn()
+        logits = model(src, tgt_in)                                        # (B, T, V)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(),
+                                           ignore_index=pad_id, label_smoothing=label_smoothing)
+
+    return fit(model, loss_at, steps=steps, lr_at=lr_at, params=model.parameters(), betas=betas,
+               weight_decay=weight_decay, clip_norm=clip_norm, num_threads=num_threads,
+               progress=progress, desc=desc)
