@@ -149,3 +149,27 @@ def test_train_lm_lowers_held_out_loss_and_mean_nll_counts_every_token():
         manual = sum(torch.nn.functional.cross_entropy(m(w[None, :-1])[0], w[1:], reduction="sum")
                      for w in (ids[:17], ids[16:33], ids[32:]))
     assert abs(mean_nll(m, ids, 16) - manual.item() / 36) < 1e-5
+
+
+def test_suppressed_tokens_are_never_written_and_match_transformers():
+    """suppress_ids：哪怕是打分最高的 token 也不写；处理后的打分与 transformers 的 SuppressTokensLogitsProcessor 相同。"""
+    from transformers.generation.logits_process import SuppressTokensLogitsProcessor
+
+    m = _model(2)
+    prompt = torch.arange(4)[:, None]
+    free = generate(m, prompt, 30, temperature=0)
+    top = int(free[:, 1:].flatten().mode().values)             # 不屏蔽时贪心写得最多的 token
+    assert (free[:, 1:] == top).any()
+    for rule in (dict(temperature=0), dict(temperature=1.0), dict(top_p=0.9), dict(top_k=3)):
+        out = generate(m, prompt, 30, suppress_ids=[top, 3], generator=torch.Generator().manual_seed(0), **rule)
+        assert not torch.isin(out[:, 1:], torch.tensor([top, 3])).any()
+    logits = torch.randn(3, 50)
+    ours = logits.clone()
+    ours[:, [7, 3]] = float("-inf")
+    theirs = SuppressTokensLogitsProcessor([7, 3], device="cpu")(torch.zeros(3, 1, dtype=torch.long), logits.clone())
+    assert torch.equal(torch.isinf(ours), torch.isinf(theirs)) and torch.equal(ours[:, :3], theirs[:, :3])
+    assert torch.equal(generate(m, prompt, 5, temperature=0, suppress_ids=[]), generate(m, prompt, 5, temperature=0))
+    with pytest.raises(ValueError, match="suppress_ids"):
+        generate(m, prompt, 3, suppress_ids=[50])
+    with pytest.raises(ValueError, match="suppress_ids"):
+        generate(m, prompt, 3, suppress_ids="□")

@@ -74,3 +74,13 @@ def test_bad_arguments(model):
         SamplingExplorer({"ids": []}, ITOS)
     with pytest.raises(ValueError, match="温度网格"):
         trace_generation(model, [1], 3, temperature=0.7)
+
+
+def test_suppressed_token_is_never_drawn_or_kept(model, trace):
+    """suppress_ids 在小部件的表里也生效：被屏蔽的 token 概率为 0，不算在留下的候选里，也不会被抽中。"""
+    top = trace["cand_ids"][0][0]                              # 不屏蔽时第 1 步打分最高的 token
+    t2 = trace_generation(model, [1, 2, 3], 12, temperature=1.0, top_p=0.9, seed=3, n_top=10, suppress_ids=[top])
+    assert top not in t2["ids"][3:]
+    assert all(top not in row for row in t2["cand_ids"])       # 打分 −∞：排在全部候选的最后，进不了前 10
+    w = SamplingExplorer(t2, ITOS)
+    assert all(0 <= r < k for r, k in zip(t2["drawn_rank"], [w.set(step=s).readout()["n_kept"] for s in range(12)]))

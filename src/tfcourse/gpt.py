@@ -130,13 +130,15 @@ class GPT(nn.Module):
 @torch.no_grad()
 def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None,
-             generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
+             generator: torch.Generator | None = None, use_cache: bool = True,
+             suppress_ids=None) -> torch.Tensor:
     """自回归生成：接着 prompt_ids (B, T0) 再写 max_new_tokens 个，返回 (B, T0 + max_new_tokens)。
 
     每一步取最后一个位置的 logits，按 温度 → top-k → top-p 处理后抽样（见 sampling.sample_next）；
     temperature = 0 是贪心（取 argmax，忽略 top_k、top_p）。use_cache=True 时每步只算新的那一个位置，
     旧位置的键、值从 KV 缓存里取；False 时每步把整个序列重算一遍（结果相同，慢）。
-    一维的 prompt_ids 当作 B = 1。
+    suppress_ids：永远不写的 token（例如字表之外的 □），它们的打分先设成 −∞
+    （与 `transformers` 的 `suppress_tokens` 相同）。一维的 prompt_ids 当作 B = 1。
     """
     if not isinstance(model, GPT):
         raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
@@ -151,6 +153,7 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
     if top_p is not None:
         check_top_p(top_p)
     model._check_ids(ids, 0)
+    suppress = _check_suppress(suppress_ids, model.config.vocab_size)
     total, max_len = ids.shape[1] + max_new_tokens, model.config.max_len
     if total > max_len:
         raise ValueError(
@@ -163,11 +166,28 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
         step_in = ids                                          # 这一步要送进模型的位置
         for _ in range(max_new_tokens):
             logits = model(step_in if use_cache else ids, cache, last_only=True)[:, -1]   # (B, V)
+            if suppress is not None:
+                logits[:, suppress] = float("-inf")
             nxt = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
             ids = torch.cat([ids, nxt[:, None]], dim=1)        # (B, T + 1)
             step_in = nxt[:, None]                             # 有缓存时下一步只送这一个
     finally:
         model.train(was_training)
+    return ids
+
+
+def _check_suppress(suppress_ids, V: int) -> torch.Tensor | None:
+    """suppress_ids → 一维的 id 张量（None 或空 → None）；每个 id 都要在 0…V−1 之内。"""
+    if suppress_ids is None:
+        return None
+    try:
+        ids = torch.as_tensor(list(suppress_ids), dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"suppress_ids 应为一串 token id（例如 [vocab.unk_id]），实际得到 {suppress_ids!r}。") from None
+    if ids.numel() == 0:
+        return None
+    if int(ids.min()) < 0 or int(ids.max()) >= V:
+        raise ValueError(f"suppress_ids 里的 id 应在 0…{V - 1} 之内，实际得到 {ids.tolist()}。")
     return ids
 
 

@@ -26,7 +26,8 @@ def _nearest(values, x) -> int:
 @torch.no_grad()
 def trace_generation(model, prompt_ids, max_new_tokens: int, *, temperature: float = 1.0,
                      top_k: int | None = None, top_p: float | None = None, seed: int = 0,
-                     temperatures=TEMPERATURES, top_ks=TOP_KS, top_ps=TOP_PS, n_top: int = 30) -> dict:
+                     temperatures=TEMPERATURES, top_ks=TOP_KS, top_ps=TOP_PS, n_top: int = 30,
+                     suppress_ids=None) -> dict:
     """生成一次（gpt.generate，种子 seed），再沿这条路径预先算好小部件要显示的一切。
 
     返回字典：ids（提示 + 生成的全部 id）、n_prompt、cand_ids (n, n_top)、probs (n_T, n, n_top)、
@@ -40,12 +41,15 @@ def trace_generation(model, prompt_ids, max_new_tokens: int, *, temperature: flo
         raise ValueError(f"生成用的温度 {temperature} 应在温度网格 {temperatures} 里（初始视图要显示它）。")
     gen = torch.Generator().manual_seed(int(seed))
     ids = gpt_module.generate(model, prompt_ids, max_new_tokens, temperature=temperature, top_k=top_k,
-                              top_p=top_p, generator=gen)[:1]                   # (1, T0 + n)
+                              top_p=top_p, generator=gen, suppress_ids=suppress_ids)[:1]   # (1, T0 + n)
     n_prompt = torch.as_tensor(prompt_ids).reshape(-1).numel() if torch.as_tensor(prompt_ids).dim() == 1 \
         else torch.as_tensor(prompt_ids).shape[1]
     was_training = model.training
     model.eval()
     logits = model(ids[:, :-1])[0, n_prompt - 1:].float()                      # (n, V)：每一步的打分
+    suppress = gpt_module._check_suppress(suppress_ids, logits.shape[-1])
+    if suppress is not None:
+        logits[:, suppress] = float("-inf")                                    # 与生成时一样：这些 token 不参与
     model.train(was_training)
     n, V = logits.shape
     n_top = min(int(n_top), V)
