@@ -10,8 +10,8 @@ Transformer 分类器一样大：两者只差预训练）。meta 里记录留出
 from __future__ import annotations
 
 import collections
+import itertools
 import math
-import time
 
 import numpy as np
 import torch
@@ -22,6 +22,7 @@ NEEDS = ()
 
 T_MAX, N_CHARS = 128, 4000
 STEPS, BATCH, PEAK_LR, WARMUP = 1500, 32, 1e-3, 100
+EVAL_EVERY, EVAL_SEQS = 250, 300        # 验证曲线：每 250 步在 300 段留出序列上量一次被遮位置的损失
 D_MODEL, N_LAYERS, N_HEADS, D_FF = 128, 2, 4, 512
 
 
@@ -89,7 +90,7 @@ def build():
     from tfcourse.bert import IGNORE_INDEX, BertConfig, BertForMaskedLM, mask_tokens
     from tfcourse.classify import BERT_SPECIALS, LengthBuckets
     from tfcourse.tokenize.chars import CharVocab
-    from tfcourse.train import warmup_linear_lr
+    from tfcourse.train import fit, warmup_linear_lr
 
     train_docs, held_docs, n_rev, n_news = corpus()
     vocab = CharVocab.build(train_docs, N_CHARS, specials=BERT_SPECIALS)
@@ -99,35 +100,30 @@ def build():
                         max_len=T_MAX, dropout=0.0, pad_id=vocab.pad_id)
     torch.manual_seed(0)
     mlm = BertForMaskedLM(config)
-    opt = torch.optim.AdamW(mlm.parameters(), lr=PEAK_LR, weight_decay=0.01)
     data = LengthBuckets(train_seqs, batch_size=BATCH, pad_id=vocab.pad_id)
+    stream = (b for epoch in itertools.count() for b in data.epoch(epoch, seed=1))   # 一轮接一轮
     g_mask = torch.Generator().manual_seed(2)
-    losses, n_tokens, step, epoch = [], 0, 0, 0
-    t0 = time.perf_counter()
-    mlm.train()
-    while step < STEPS:
-        for x, mask, _ in data.epoch(epoch, seed=1):
-            step += 1
-            if step > STEPS:
-                break
-            for group in opt.param_groups:
-                group["lr"] = warmup_linear_lr(step, PEAK_LR, WARMUP, STEPS)
-            inputs, labels = mask_tokens(x, vocab_size=V, mask_id=vocab.id("[MASK]"), special_ids=range(5),
-                                         generator=g_mask)
-            hidden = mlm.bert(inputs, attention_mask=mask)
-            chosen = labels != IGNORE_INDEX
-            loss = F.cross_entropy(mlm.head(hidden[chosen]), labels[chosen])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(mlm.parameters(), 1.0)
-            opt.step()
-            losses.append(loss.item())
-            n_tokens += int(mask.sum())
-            if step % 50 == 0:
-                print(f"   步 {step}/{STEPS}  损失 {np.mean(losses[-100:]):.3f}  {time.perf_counter() - t0:.0f} 秒",
-                      flush=True)
-        epoch += 1
-    train_s = time.perf_counter() - t0
+    n_tokens = 0
+
+    def loss_at(step):
+        nonlocal n_tokens
+        x, mask, _ = next(stream)
+        inputs, labels = mask_tokens(x, vocab_size=V, mask_id=vocab.id("[MASK]"), special_ids=range(5),
+                                     generator=g_mask)
+        hidden = mlm.bert(inputs, attention_mask=mask)
+        chosen = labels != IGNORE_INDEX
+        n_tokens += int(mask.sum())
+        return F.cross_entropy(mlm.head(hidden[chosen]), labels[chosen])
+
+    curve_seqs = held_seqs[:EVAL_SEQS]
+
+    def held_loss():
+        _, nll, _ = evaluate(mlm, curve_seqs, vocab)                   # 固定种子的掩码：每次遮同样的位置
+        return nll.mean().item()
+
+    rec = fit(mlm, loss_at, steps=STEPS, lr_at=lambda s: warmup_linear_lr(s, PEAK_LR, WARMUP, STEPS),
+              weight_decay=0.01, eval_fn=held_loss, eval_every=EVAL_EVERY, desc="预训练 bert-zh")
+    losses, train_s = rec.losses, rec.seconds
     half_round(mlm)
 
     pick = np.random.default_rng(4).choice(len(held_seqs), min(1000, len(held_seqs)), replace=False)
@@ -149,6 +145,8 @@ def build():
         "steps": STEPS, "batch": BATCH, "train_sequences": len(train_seqs), "train_tokens_seen": n_tokens,
         "train_seconds": round(train_s, 1),
         "loss_curve": [round(float(np.mean(losses[i:i + 100])), 4) for i in range(0, len(losses), 100)],
+        "val_curve": {"steps": rec.eval_steps, "held_out_loss": [round(v, 4) for v in rec.evals],
+                      "sequences": len(curve_seqs)},
         "held_out": {
             "masked_positions": len(y),
             "bert_loss": round(nll.mean().item(), 4), "bert_accuracy": round((guess == y).float().mean().item(), 4),
