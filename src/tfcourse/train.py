@@ -160,6 +160,21 @@ class FitResult:
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else float("inf")
 
+    def log(self, step: int, loss: float, lr: float) -> None:
+        self.steps = step
+        self.losses.append(loss)
+        self.lrs.append(lr)
+
+    def validate(self, step: int, model: nn.Module, eval_fn: Callable[[], float]) -> None:
+        """在 eval 模式、不记梯度的情况下调用 eval_fn()，记进验证曲线；用时单独记，不算进训练时间。"""
+        t0 = time.perf_counter()
+        model.eval()
+        with torch.no_grad():
+            self.evals.append(float(eval_fn()))
+        self.eval_steps.append(step)
+        model.train()
+        self.eval_seconds += time.perf_counter() - t0
+
 
 Seq2SeqResult = FitResult          # 第 10 章的名字：train_seq2seq 返回的就是 fit 的记录
 
@@ -171,6 +186,18 @@ def _progress_bar(progress, total: int, desc: str):
 
         return tqdm(total=total, desc=desc), True
     return (None if progress is False else progress), False
+
+
+def _show_progress(bar, record: FitResult, steps: int) -> None:
+    """进度条前进一步；每 20 步（和每次验证之后）显示最近 20 步的平均损失、学习率和最近一次验证的结果。"""
+    bar.update(1)
+    step = record.steps
+    just_validated = bool(record.eval_steps) and record.eval_steps[-1] == step
+    if step % 20 == 0 or step == steps or just_validated:
+        recent = record.losses[-20:]
+        extra = {"val": f"{record.evals[-1]:.3f}"} if record.evals else {}
+        bar.set_postfix(loss=f"{sum(recent) / len(recent):.3f}", lr=f"{record.lrs[-1]:.2e}", **extra,
+                        refresh=False)
 
 
 def fit(
@@ -222,25 +249,11 @@ def fit(
             if clip_norm is not None:
                 nn.utils.clip_grad_norm_(params, clip_norm)
             opt.step()
-            record.losses.append(loss.item())
-            record.lrs.append(lr)
-            record.steps = step
-            postfix = None
+            record.log(step, loss.item(), lr)
             if eval_fn is not None and eval_every and (step % eval_every == 0 or step == steps):
-                t_eval = time.perf_counter()
-                model.eval()
-                with torch.no_grad():
-                    record.evals.append(float(eval_fn()))
-                record.eval_steps.append(step)
-                model.train()
-                record.eval_seconds += time.perf_counter() - t_eval
-                postfix = {"val": f"{record.evals[-1]:.3f}"}
+                record.validate(step, model, eval_fn)
             if bar is not None:
-                bar.update(1)
-                if step % 20 == 0 or step == steps or postfix:
-                    recent = record.losses[-20:]
-                    bar.set_postfix(loss=f"{sum(recent) / len(recent):.3f}", lr=f"{lr:.2e}",
-                                    **(postfix or {}), refresh=False)
+                _show_progress(bar, record, steps)
     finally:
         if num_threads is not None:
             torch.set_num_threads(old_threads)
