@@ -250,10 +250,11 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
 
     notes, cell_problems = [], []
     for item in report.get("cells", []):
+        where = f"第 {item['cell'] + 1} 个单元"
         if item.get("problem") == "syntax":
-            cell_problems.append(f"单元 {item['cell']} 无法解析（{item.get('error', '')}），已跳过")
+            cell_problems.append(f"{where}无法解析（{item.get('error', '')}），已跳过")
         else:
-            cell_problems.append(f"单元 {item['cell']} 出错：{item.get('error', '')}")
+            cell_problems.append(f"{where}出错：{item.get('hint') or item.get('error', '')}")
     if any("无法解析" in p for p in cell_problems):
         notes.append("有单元无法解析")
 
@@ -290,7 +291,7 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
                 not_implemented += 1
                 problem = "函数还没有实现（NotImplementedError）"
             else:
-                problem = f"函数抛出了 {outcome.get('error', '错误')}"
+                problem = outcome.get("hint") or f"函数抛出了 {outcome.get('error', '错误')}"
             if ok:
                 if case.hidden:
                     res.passed_hidden += 1
@@ -431,7 +432,8 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult) -> str:
         lines.append("")
     if row.cell_problems:
         lines += ["## 运行笔记本时遇到的问题", "",
-                  "评分只执行笔记本里的 import、函数和类的定义（不重新训练）；下面这些单元出了问题，已跳过，其余照常评分。", ""]
+                  "评分只执行笔记本里的 import、函数和类的定义和简单赋值（不重新训练）；下面这些单元出了问题，"
+                  "已跳过，其余照常评分。单元从笔记本开头数起，文字单元也算。", ""]
         lines += [f"- {p}" for p in row.cell_problems[:10]] + [""]
     return "\n".join(lines)
 
