@@ -174,7 +174,7 @@ def test_console_command_is_installed_and_documented():
     assert project["scripts"]["tfcourse"] == "tfcourse.instructor.cli:main"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for text in ("tfcourse assign ch07 --out dist/", "tfcourse grade ch07 submissions/", "make book STUDENT=1",
-                 "--seed SECRET", "bubblewrap"):
+                 "--seed SECRET", "bubblewrap", "--unsafe-no-sandbox", "kernel.apparmor_restrict_unprivileged_userns=0"):
         assert text in readme, text
 
 
