@@ -174,5 +174,42 @@ def test_console_command_is_installed_and_documented():
     assert project["scripts"]["tfcourse"] == "tfcourse.instructor.cli:main"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for text in ("tfcourse assign ch07 --out dist/", "tfcourse grade ch07 submissions/", "make book STUDENT=1",
-                 "--seed SECRET", "bubblewrap"):
+                 "--seed SECRET", "bubblewrap", "--unsafe-no-sandbox", "kernel.apparmor_restrict_unprivileged_userns=0"):
         assert text in readme, text
+
+
+def test_runner_knows_which_names_skipped_statements_would_bind():
+    from tfcourse.instructor.runner import bound_names
+
+    tree = ast.parse("x = f()\nfor i, (a, b) in pairs:\n    total = a\nwith open(p) as fh, lock:\n    data = fh.read()\n"
+                     "if flag:\n    import json as js, os.path\n    def helper():\n        local = 1\nelse:\n"
+                     "    y: int = 2\ntry:\n    z = 1\nexcept E as err:\n    pass\n[w for w in range(3)]\n"
+                     "(n := 5)\nq_all[0] = 1\nself.k += 1\n")
+    names = set().union(*(bound_names(node) for node in tree.body))
+    # 函数体和推导式里的名字不是全局的；except … as err 的 err 在块末被删掉；下标和属性赋值不绑定名字
+    assert names == {"x", "i", "a", "b", "total", "fh", "data", "js", "os", "helper", "y", "z", "n"}
+
+
+def test_name_error_hint_names_the_global_and_its_cell():
+    from tfcourse.instructor.runner import skipped_name_hint
+
+    skipped, failed = {"SCALE": [4, 9]}, {"tok": [2]}
+    hint = skipped_name_hint(NameError("name 'SCALE' is not defined", name="SCALE"), skipped, failed,
+                             "函数 my_f ")
+    assert hint.startswith("函数 my_f 用到了全局名字 `SCALE`，它只在第 5、10 个单元里由一条评分时不执行的语句定义")
+    assert "执行出错" in skipped_name_hint(NameError("x", name="tok"), skipped, failed, "函数 my_f ")
+    assert skipped_name_hint(NameError("x", name="other"), skipped, failed, "函数 my_f ") is None
+    assert skipped_name_hint(UnboundLocalError("x"), skipped, failed, "函数 my_f ") is None
+
+
+def test_student_notebook_states_the_grading_rule():
+    ch = load_chapter("ch03", ROOT / "book")
+    nb = student_notebook(ch)
+    original = [c for c in ch.notebook["cells"] if not is_solution(c)]
+    first_md = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown")
+    title = cell_source(nb["cells"][first_md])
+    # 规则写在标题单元里（不增删单元）：只执行 import、定义和简单赋值，函数不要用只由别的语句算出来的全局变量
+    assert title.startswith(cell_source(original[first_md]).rstrip())
+    assert "只执行" in title and "`import`" in title and "简单赋值" in title and "全局名字" in title
+    assert [cell_source(c) for i, c in enumerate(nb["cells"]) if i != first_md] == \
+        [cell_source(c) for i, c in enumerate(original) if i != first_md]

@@ -1,20 +1,24 @@
 """真正运行提交的评分测试：每章答案卷满分、空白卷零分；一个合成的班级用两个种子评分，得分完全相同；
 学生版网站里没有参考答案。
 
-每份提交在新进程里运行（有 bubblewrap 时关在沙箱里）；超时默认 40 秒，机器很忙时可用环境变量
-TFCOURSE_TEST_TIMEOUT 调大。
+每份提交在新进程里运行（有能用的 bubblewrap 时关在沙箱里；没有时这些测试明确地用 --unsafe-no-sandbox 评分，
+专测沙箱的测试则跳过）；超时默认 40 秒，机器很忙时可用环境变量 TFCOURSE_TEST_TIMEOUT 调大。
 """
 import csv
+import functools
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
 
+from tfcourse.instructor import InstructorError, cli
 from tfcourse.instructor.assign import assign
 from tfcourse.instructor.chapters import cell_source, chapters_with_exercises, load_chapter
 from tfcourse.instructor.grade import grade_class, summary
@@ -22,6 +26,20 @@ from tfcourse.instructor.sandbox import detect
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = float(os.environ.get("TFCOURSE_TEST_TIMEOUT", "40"))
+
+
+@functools.cache
+def _sandbox_problem() -> str | None:
+    """这台机器上 bubblewrap 能用就返回 None，否则返回原因。"""
+    try:
+        detect()
+    except InstructorError as exc:
+        return str(exc)
+    return None
+
+
+UNSAFE = _sandbox_problem() is not None          # 没有沙箱的机器上，评分测试明确地不用沙箱
+needs_bwrap = pytest.mark.skipif(UNSAFE, reason=f"这台机器上 bubblewrap 不能用：{_sandbox_problem()}")
 
 
 def _rows(out: pathlib.Path) -> dict[str, dict]:
@@ -47,7 +65,7 @@ def test_answer_key_scores_full_marks_and_untouched_notebook_zero(key, tmp_path)
     (subs / "key.ipynb").write_bytes((tmp_path / "dist" / "solved" / ch.filename).read_bytes())
     (subs / "blank.ipynb").write_bytes((tmp_path / "dist" / "student" / ch.filename).read_bytes())
     result = grade_class(key, subs, tmp_path / "grades", seed=f"secret-{key}", jobs=2, timeout=TIMEOUT,
-                         book=ROOT / "book")
+                         book=ROOT / "book", unsafe_no_sandbox=UNSAFE)
     rows = _rows(tmp_path / "grades")
     n = len(ch.exercises)
     assert rows["key"]["score"] == rows["key"]["max_score"] == str(n), rows["key"]
@@ -123,7 +141,7 @@ def test_synthetic_class_graded_with_two_seeds(tmp_path):
 
     def run(seed):
         results[seed] = grade_class("ch03", subs, tmp_path / f"grades-{seed}", seed=seed, jobs=2, timeout=TIMEOUT,
-                                    book=ROOT / "book")
+                                    book=ROOT / "book", unsafe_no_sandbox=UNSAFE)
 
     threads = [threading.Thread(target=run, args=(s,)) for s in ("first-seed", "second-seed")]
     for t in threads:
@@ -166,8 +184,12 @@ def test_synthetic_class_graded_with_two_seeds(tmp_path):
 
 def test_sandbox_is_reported_honestly_when_missing(monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)
-    box = detect("auto")
+    # 没有 bwrap：默认不评分，说明怎么装；只有明确要求时才不用沙箱，并如实说明
+    with pytest.raises(InstructorError, match="apt-get install bubblewrap"):
+        detect()
+    box = detect(unsafe_no_sandbox=True)
     assert not box.active and "没有沙箱" in box.describe() and "bubblewrap" in box.describe()
+    assert "--unsafe-no-sandbox" in box.describe()
 
 
 def test_student_site_has_no_solution_text(tmp_path):
@@ -190,3 +212,156 @@ def test_student_site_has_no_solution_text(tmp_path):
     (html / "_sources" / "leak.ipynb").write_bytes(original.read_bytes())
     done = subprocess.run(tool + ["scan", str(html)], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "leak.ipynb" in done.stderr
+
+
+# ------------------------------------------------------------------ 沙箱放在哪里都能用；评不出满分的答案卷就不评分
+
+def _solved_and_student(dist: pathlib.Path, ch) -> tuple[dict, dict]:
+    return (json.loads((dist / "solved" / ch.filename).read_text(encoding="utf-8")),
+            json.loads((dist / "student" / ch.filename).read_text(encoding="utf-8")))
+
+
+def _learner_cell(nb: dict, function: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if f"def {function}(" in cell_source(c))
+
+
+@needs_bwrap
+def test_project_and_interpreter_under_tmp_are_graded_in_the_sandbox():
+    """项目克隆在 /tmp 下、评分用的 Python（venv）也在 /tmp 下：沙箱的空 /tmp 不能把它们盖住。"""
+    ch = load_chapter("ch02", ROOT / "book")
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="tfcourse-clone-") as tmp:
+        clone = pathlib.Path(tmp) / "course"
+        shutil.copytree(ROOT / "src" / "tfcourse", clone / "src" / "tfcourse",
+                        ignore=shutil.ignore_patterns("__pycache__", "checkpoints"))
+        book = clone / "book" / ch.path.parent.name
+        book.mkdir(parents=True)
+        shutil.copyfile(ch.path, book / ch.filename)
+        # 一个放在 /tmp 下的 venv；它自己不装包，用 .pth 借用当前环境装好的 numpy、torch……
+        venv = clone / ".venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        import site
+
+        site_dir = next((venv / "lib").glob("python*/site-packages"))
+        (site_dir / "course-env.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(clone / "src")}
+        where = subprocess.run([str(python), "-c", "import sys, tfcourse; print(sys.prefix); print(tfcourse.__file__)"],
+                               env=env, cwd=clone, capture_output=True, text=True, check=True).stdout.split()
+        assert where == [str(venv), str(clone / "src" / "tfcourse" / "__init__.py")]
+
+        tool = [str(python), "-m", "tfcourse.instructor.cli"]
+        subprocess.run(tool + ["assign", "ch02", "--out", "dist"], env=env, cwd=clone, check=True,
+                       capture_output=True)
+        solved, student = _solved_and_student(clone / "dist", ch)
+        subs = clone / "subs"
+        subs.mkdir()
+        _write(subs / "key.ipynb", solved)
+        _write(subs / "blank.ipynb", student)
+        # 偷看的提交：看得见别人的提交就交白卷；沙箱盖住了提交文件夹（即使它在挂回来的项目里）就是满分
+        i = _learner_cell(solved, "my_attention_scores")
+        peek = cell_source(solved["cells"][i]) + (
+            "\n_honest = my_attention_scores\n\ndef my_attention_scores(Q, K):\n    import os\n"
+            f"    if os.path.exists({str(subs / 'key.ipynb')!r}):\n        return None\n    return _honest(Q, K)\n")
+        _write(subs / "peek.ipynb", _set_cell(solved, i, peek))
+        done = subprocess.run(tool + ["grade", "ch02", "subs", "--out", "g", "--seed", "s1", "--timeout", str(TIMEOUT)],
+                              env=env, cwd=clone, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        rows = _rows(clone / "g")
+        assert {k: (r["score"], r["max_score"]) for k, r in rows.items()} == \
+            {"key": ("2", "2"), "blank": ("0", "2"), "peek": ("2", "2")}, rows
+        assert "沙箱：bubblewrap" in done.stdout and done.stdout.splitlines()[-1] == "2 passed, 1 failed"
+
+
+def _fake_bwrap(folder: pathlib.Path, body: str) -> pathlib.Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "bwrap"
+    script.write_text("#!/bin/bash\n" + body, encoding="utf-8")
+    script.chmod(0o755)
+    return folder
+
+
+def _class(tmp_path: pathlib.Path, key: str = "ch02") -> tuple[pathlib.Path, list[str]]:
+    ch = assign(key, tmp_path / "dist", ROOT / "book")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "key.ipynb").write_bytes((tmp_path / "dist" / "solved" / ch.filename).read_bytes())
+    (subs / "blank.ipynb").write_bytes((tmp_path / "dist" / "student" / ch.filename).read_bytes())
+    return subs, ["grade", key, str(subs), "--seed", "s1", "--book", str(ROOT / "book"), "--timeout", str(TIMEOUT)]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("hide, says", [("interpreter", "No such file or directory"),
+                                        ("packages", "No module named")])
+def test_nothing_is_written_when_the_answer_key_fails_in_the_sandbox(hide, says, tmp_path, monkeypatch, capsys):
+    """一个起得来、却看不到 Python（或它的包）的沙箱：先评的答案卷不是满分，于是不评分、不写任何文件。"""
+    import numpy
+
+    hidden = (pathlib.Path(sys.executable).resolve().parents[1] if hide == "interpreter"
+              else pathlib.Path(numpy.__file__).resolve().parents[1])
+    # 假的 bwrap：照常起沙箱，但在最后挂上工作目录之前把 Python 的安装目录（或 site-packages）盖住
+    fake = _fake_bwrap(tmp_path / "bin", f"""args=()
+for a in "$@"; do
+  if [ "$a" = "--chdir" ] && [ -z "$hidden" ]; then args+=(--tmpfs {hidden}); hidden=1; fi
+  args+=("$a")
+done
+exec {shutil.which("bwrap")} "${{args[@]}}"
+""")
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    subs, argv = _class(tmp_path)
+    out = tmp_path / "grades"
+    assert cli.main(argv + ["--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.startswith("错误：答案卷") and "0 / 2" in err and "没有写出任何文件" in err, err
+    assert says in err, err                                   # 评分进程的输出摘录
+    assert ("缺少这一章要用的包" if hide == "packages" else "看不到评分用的 Python") in err, err
+    assert "Traceback" not in err.split("评分进程输出的最后几行")[0] and "passed" not in captured.out
+    assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+
+
+def test_no_unconfined_grading_unless_asked(tmp_path, monkeypatch, capsys):
+    """bwrap 起不来（退出码 1）：默认不评分，说明原因与办法；只有 --unsafe-no-sandbox 才不用沙箱，并处处写明。"""
+    fake = _fake_bwrap(tmp_path / "bin", 'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    subs, argv = _class(tmp_path)
+    out = tmp_path / "grades"
+    assert cli.main(argv + ["--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    for text in ("bwrap: setting up uid map: Permission denied", "apt-get install bubblewrap",
+                 "kernel.unprivileged_userns_clone=1", "kernel.apparmor_restrict_unprivileged_userns=0",
+                 "--unsafe-no-sandbox"):
+        assert text in err, (text, err)
+    assert "Traceback" not in err and not out.exists()
+    # 旧的 --sandbox none / auto 不再是悄悄绕过沙箱的办法
+    assert cli.main(argv + ["--out", str(out), "--sandbox", "none"]) == 1
+    assert "--unsafe-no-sandbox" in capsys.readouterr().err and not out.exists()
+
+    assert cli.main(argv + ["--out", str(out), "--unsafe-no-sandbox"]) == 0
+    stdout = capsys.readouterr().out
+    assert "没有沙箱" in stdout and stdout.splitlines()[-1] == "1 passed, 1 failed"
+    for student in ("key", "blank"):
+        feedback = (out / "feedback" / f"{student}.md").read_text(encoding="utf-8")
+        gradescope = json.loads((out / "results" / f"{student}.json").read_text(encoding="utf-8"))
+        assert "这次评分没有使用沙箱" in feedback and "这次评分没有使用沙箱" in gradescope["output"]
+    assert _rows(out)["key"]["score"] == "2"
+
+
+def test_global_defined_only_by_a_skipped_statement_is_named_in_the_feedback(tmp_path):
+    ch = assign("ch02", tmp_path / "dist", ROOT / "book")
+    solved, _ = _solved_and_student(tmp_path / "dist", ch)
+    i = _learner_cell(solved, "my_attention_scores")
+    # 调用函数的赋值与 for 循环评分时都不执行：函数用到它们定义的全局名字时，反馈要指出名字和单元
+    nb = _set_cell(solved, i, "SCALE = float(np.sqrt(1.0))\nfor _ in range(1):\n    OFFSET = 0.0\n\n"
+                              "def my_attention_scores(Q, K):\n"
+                              "    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)\n"
+                              "    return Q @ K.T / np.sqrt(Q.shape[1]) * SCALE + OFFSET\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    _write(subs / "global.ipynb", nb)
+    grade_class("ch02", subs, tmp_path / "grades", seed="s", jobs=1, timeout=TIMEOUT, book=ROOT / "book",
+                unsafe_no_sandbox=UNSAFE)
+    assert _rows(tmp_path / "grades")["global"]["score"] == "1"
+    feedback = (tmp_path / "grades" / "feedback" / "global.md").read_text(encoding="utf-8")
+    assert (f"函数 my_attention_scores 用到了全局名字 `SCALE`，它只在第 {i + 1} 个单元里由一条评分时不执行的语句定义"
+            in feedback), feedback
+    assert "NameError" not in feedback

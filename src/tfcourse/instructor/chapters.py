@@ -193,8 +193,25 @@ def solution_dependencies(ch: Chapter) -> list[str]:
     return found
 
 
+GRADING_RULE = (
+    "> **作业怎么评分。** 老师评分时只执行这本笔记本里的 `import`、函数与类的定义和简单赋值"
+    "（右边只有常数、名字和算术，如 `BOS = numerals.BOS_ID`），不执行训练、画图和其他语句"
+    "（`for`、`with`、`if`、调用函数的赋值 `x = f(…)` 等）；然后用公开用例和老师的隐藏用例调用你的练习函数。"
+    "所以练习函数要自给自足：需要的东西从参数里拿，或在函数里算，不要用只由这类语句算出来的全局变量"
+    "——否则评分时会报告“用到了全局名字 …”，这道题不得分。"
+)
+
+
+def _with_grading_rule(cells: list[dict]) -> None:
+    """把评分规则写进学生版的标题单元（第一个文字单元）的末尾；不增删单元，学生版与答案卷的单元仍一一对应。"""
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            cell["source"] = cell_source(cell).rstrip("\n") + "\n\n" + GRADING_RULE + "\n"
+            return
+
+
 def student_notebook(ch: Chapter) -> dict:
-    """去掉所有参考答案单元、清除输出；其余（Colab 单元、正文、学生用的 check 单元）原样保留。
+    """去掉所有参考答案单元、清除输出，在标题单元里写上评分规则；其余（Colab 单元、正文、学生用的 check 单元）原样保留。
 
     去掉答案后笔记本必须还能从头运行到尾：后面的单元若用到只在答案单元里定义的名字，就报错。
     """
@@ -204,6 +221,7 @@ def student_notebook(ch: Chapter) -> dict:
                               "请把这些名字移到答案单元之外。")
     nb = copy.deepcopy(ch.notebook)
     nb["cells"] = [_clear(c) for c in nb.get("cells", []) if not is_solution(c)]
+    _with_grading_rule(nb["cells"])
     nb.get("metadata", {}).pop("widgets", None)
     return nb
 

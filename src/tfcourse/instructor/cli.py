@@ -7,12 +7,15 @@ import pathlib
 import sys
 
 from .chapters import InstructorError, chapters_with_exercises
+from .sandbox import UNSAFE_FLAG
 
 USAGE = """\
 tfcourse assign ch07 --out dist/
     写出 dist/student/<章>.ipynb（学生版：去掉参考答案、清除输出）、dist/solved/<章>.ipynb（答案卷）、dist/manifest.json
 tfcourse grade ch07 submissions/ --out grades/ --seed 秘密种子 [--jobs 2] [--timeout 60]
     给文件夹里的每份提交评分：grades/grades.csv、grades/feedback/<学号>.md、grades/results/<学号>.json（Gradescope 格式）
+    每份提交关在 bubblewrap 沙箱里；沙箱起不来就不评分（除非加上 --unsafe-no-sandbox）。
+    评分前先评一遍答案卷：它不是满分就不评分、不写任何文件。
 """
 
 
@@ -41,8 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--id-regex", help="从文件的相对路径里取学号的正则（命名组 id 或第 1 组）；默认用文件名")
     g.add_argument("--manifest", type=pathlib.Path, help="assign 写出的 manifest.json（可在其中改每题分值）")
     g.add_argument("--book", type=pathlib.Path, help="书的目录（默认：当前目录或课程包所在仓库的 book/）")
-    g.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-                   help="auto：有 bubblewrap 就用（默认）；bwrap：没有就报错；none：不用沙箱")
+    g.add_argument(UNSAFE_FLAG, action="store_true",
+                   help="不用沙箱评分：学生代码以你的权限运行（能读写你的文件、访问网络）。"
+                        "默认必须有能用的 bubblewrap，否则不评分")
+    g.add_argument("--sandbox", help=argparse.SUPPRESS)     # 已取消：给了就说明改用 --unsafe-no-sandbox
     return p
 
 
@@ -74,11 +79,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.submissions is None:
             raise InstructorError("请给出放提交的文件夹，例如 tfcourse grade ch07 submissions/ --seed 秘密种子。")
+        if args.sandbox is not None:
+            raise InstructorError(f"--sandbox 选项已取消：评分总是要求 bubblewrap 沙箱，起不来就不评分。"
+                                  f"确实要在没有沙箱的情况下评分，请明确加上 {UNSAFE_FLAG}。")
         if not args.seed:
             raise InstructorError("请用 --seed 给出秘密种子（或设置环境变量 TFCOURSE_SEED）：隐藏用例由它生成。")
         result = grade_class(args.chapter, args.submissions, args.out, args.seed, jobs=args.jobs,
                              timeout=args.timeout, id_regex=args.id_regex, book=args.book,
-                             manifest=args.manifest, sandbox_mode=args.sandbox)
+                             manifest=args.manifest, unsafe_no_sandbox=args.unsafe_no_sandbox)
         print(f"结果已写到 {args.out}/：grades.csv、feedback/、results/")
         print(summary(result))                     # 最后一行是 "N passed, M failed"
         return 0

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chapters import Chapter, InstructorError, load_chapter
-from .sandbox import Sandbox, child_env, detect
+from .chapters import Chapter, InstructorError, load_chapter, solved_notebook
+from .sandbox import Sandbox, child_env, detect, interpreter_paths, package_source
 
 MAX_LISTED_FAILURES = 3
 
@@ -177,6 +177,7 @@ class SubmissionResult:
     notes: list[str]
     seconds: float
     cell_problems: list[str] = field(default_factory=list)
+    log: str = ""                 # 评分进程没有正常结束时，它输出的最后几行（给教师排查用）
 
     @property
     def score(self) -> float:
@@ -241,19 +242,21 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
             with np.load(workdir / "result.npz", allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
         except (OSError, ValueError, KeyError):
-            tail = (workdir / "output.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
-            why = f"：{tail[0][:200]}" if tail else ""
+            lines = (workdir / "output.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            why = f"：{lines[-1][:200]}" if lines else ""
             return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
-                                    [f"评分进程没有正常结束，没有得到结果{why}"], seconds)
+                                    [f"评分进程没有正常结束，没有得到结果{why}"], seconds,
+                                    log="\n".join(line[:300] for line in lines[-12:]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
     notes, cell_problems = [], []
     for item in report.get("cells", []):
+        where = f"第 {item['cell'] + 1} 个单元"
         if item.get("problem") == "syntax":
-            cell_problems.append(f"单元 {item['cell']} 无法解析（{item.get('error', '')}），已跳过")
+            cell_problems.append(f"{where}无法解析（{item.get('error', '')}），已跳过")
         else:
-            cell_problems.append(f"单元 {item['cell']} 出错：{item.get('error', '')}")
+            cell_problems.append(f"{where}出错：{item.get('hint') or item.get('error', '')}")
     if any("无法解析" in p for p in cell_problems):
         notes.append("有单元无法解析")
 
@@ -290,7 +293,7 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
                 not_implemented += 1
                 problem = "函数还没有实现（NotImplementedError）"
             else:
-                problem = f"函数抛出了 {outcome.get('error', '错误')}"
+                problem = outcome.get("hint") or f"函数抛出了 {outcome.get('error', '错误')}"
             if ok:
                 if case.hidden:
                     res.passed_hidden += 1
@@ -342,6 +345,7 @@ class ClassResult:
     rows: list[SubmissionResult]
     sandbox: Sandbox
     seconds: float
+    key_seconds: float = 0.0      # 先评答案卷用了几秒
 
     @property
     def n_full(self) -> int:
@@ -350,7 +354,12 @@ class ClassResult:
 
 def grade_class(chapter: str, submissions: pathlib.Path, out: pathlib.Path, seed: str, jobs: int = 2,
                 timeout: float = 60.0, id_regex: str | None = None, book: pathlib.Path | None = None,
-                manifest: pathlib.Path | None = None, sandbox_mode: str = "auto") -> ClassResult:
+                manifest: pathlib.Path | None = None, unsafe_no_sandbox: bool = False) -> ClassResult:
+    """给一个文件夹里的全部提交评分，写 out/grades.csv、feedback/ 与 results/。
+
+    先在同一个沙箱、同样的设置下评这一章的答案卷：它不是满分（沙箱挡住了 Python、缺包、超时……）就抛出
+    InstructorError，一个成绩也不写。没有能用的 bubblewrap 时同样抛出，除非 unsafe_no_sandbox=True。
+    """
     start = time.perf_counter()
     points, names = None, None
     if manifest is not None:
@@ -379,22 +388,57 @@ def grade_class(chapter: str, submissions: pathlib.Path, out: pathlib.Path, seed
     job = {"exercises": {s.id: {"function": s.function, "cases": [c.args for c in cases[s.id]]}
                          for s in ch.exercises}}
     job_bytes = pickle.dumps(job)
-    sandbox = detect(sandbox_mode, hidden=_hideable([submissions, out]))
+    sandbox = detect(unsafe_no_sandbox, hidden=_hideable([submissions, out]))
+    key = check_answer_key(ch, cases, job_bytes, sandbox, timeout)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         rows = list(pool.map(lambda a: grade_one(ch, cases, job_bytes, a[0], a[1], sandbox, timeout),
                              zip(ids, files)))
-    result = ClassResult(ch, rows, sandbox, time.perf_counter() - start)
+    result = ClassResult(ch, rows, sandbox, time.perf_counter() - start, key.seconds)
     write_outputs(result, out)
     return result
 
 
-def _hideable(paths: list[pathlib.Path]) -> list[pathlib.Path]:
-    """沙箱里要盖住的文件夹——但不能盖住 Python 自己和课程包所在的地方。"""
-    import tfcourse
+def check_answer_key(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes, sandbox: Sandbox,
+                     timeout: float) -> SubmissionResult:
+    """在评全班之前，用同一个沙箱、同样的用例和超时评这一章的答案卷；不是满分就抛出 InstructorError。"""
+    with tempfile.TemporaryDirectory(prefix="tfcourse-key-") as tmp:
+        path = pathlib.Path(tmp) / ch.filename
+        path.write_text(json.dumps(solved_notebook(ch), ensure_ascii=False), encoding="utf-8")
+        key = grade_one(ch, cases, job_bytes, "答案卷", path, sandbox, timeout)
+    if key.score == key.max_score:
+        return key
+    lines = [f"答案卷（{ch.filename} 的参考答案）在评分环境里只得了 {_fmt(key.score)} / {_fmt(key.max_score)} 分，"
+             "这样评出的成绩不可信，所以没有评分，也没有写出任何文件。",
+             f"评分环境：{'bubblewrap 沙箱' if sandbox.active else '没有沙箱'}；Python：{sys.executable}。",
+             "答案卷遇到的问题："]
+    problems = key.notes + key.cell_problems[:5]
+    for r in key.exercises:
+        if r.status != "通过":
+            problems += [f"{r.id}（{r.status}）：{p}" for p in _distinct(r.problems)[:2]]
+    lines += [f"  - {p}" for p in list(dict.fromkeys(problems))[:12]]
+    if key.log:
+        lines += ["评分进程输出的最后几行：", *(f"  | {ln}" for ln in key.log.splitlines())]
+    text = "\n".join(lines + [""])
+    hints = []
+    if "execvp" in text or "No such file or directory" in text:
+        hints.append(f"沙箱里看不到评分用的 Python（{sys.executable}）或课程包（{package_source()}）："
+                     "它们是不是放在提交文件夹或输出文件夹里（这两个文件夹在沙箱里被盖住）？把提交与输出放到别处再试")
+    if "ModuleNotFoundError" in text or "No module named" in text:
+        hints.append(f"评分用的 Python（{sys.executable}）缺少这一章要用的包（或沙箱看不到装包的地方）："
+                     "在它里面 pip install 缺的包，或装上课程的 requirements.txt")
+    if any(r.status == "超时" for r in key.exercises):
+        hints.append(f"答案卷超时（--timeout {timeout:g} 秒）：机器太忙或太慢时调大 --timeout")
+    if not hints:
+        hints.append("评分环境与写答案的环境不一致（包的版本、课程包的版本），或章节笔记本与练习登记对不上")
+    lines += ["可能的原因：", *(f"  - {h}" for h in hints)]
+    raise InstructorError("\n".join(lines))
 
-    needed = [pathlib.Path(sys.prefix).resolve(), pathlib.Path(sys.executable).resolve(),
-              pathlib.Path(tfcourse.__file__).resolve(), pathlib.Path(tempfile.gettempdir()).resolve()]
+
+def _hideable(paths: list[pathlib.Path]) -> list[pathlib.Path]:
+    """沙箱里要盖住的文件夹——但不能盖住 Python 自己、课程包和临时目录所在的地方。"""
+    needed = interpreter_paths() + [pathlib.Path(sys.executable).resolve(),
+                                    pathlib.Path(tempfile.gettempdir()).resolve()]
     keep = []
     for p in paths:
         p = pathlib.Path(p).resolve()
@@ -409,9 +453,19 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def feedback_markdown(ch: Chapter, row: SubmissionResult) -> str:
+def unconfined_note(sandbox: Sandbox | None) -> str | None:
+    """没有沙箱时写进每份反馈与 Gradescope 结果的一句话；有沙箱时是 None。"""
+    if sandbox is None or sandbox.active:
+        return None
+    return (f"⚠ 这次评分没有使用沙箱：你的代码直接在老师的电脑上运行（{sandbox.reason}）。"
+            "得分的算法与有沙箱时相同。")
+
+
+def feedback_markdown(ch: Chapter, row: SubmissionResult, sandbox: Sandbox | None = None) -> str:
     lines = [f"# {ch.key} 评分反馈：{row.student}", "",
              f"总分：**{_fmt(row.score)} / {_fmt(row.max_score)}**（文件 {row.file}）", ""]
+    if unconfined_note(sandbox):
+        lines += [unconfined_note(sandbox), ""]
     if row.notes:
         lines += [f"说明：{'；'.join(row.notes)}", ""]
     lines += ["每道练习用两组用例评分：公开用例就是你在笔记本里用 `check()` 看到的那些；隐藏用例由老师的种子随机生成，"
@@ -431,7 +485,8 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult) -> str:
         lines.append("")
     if row.cell_problems:
         lines += ["## 运行笔记本时遇到的问题", "",
-                  "评分只执行笔记本里的 import、函数和类的定义（不重新训练）；下面这些单元出了问题，已跳过，其余照常评分。", ""]
+                  "评分只执行笔记本里的 import、函数和类的定义和简单赋值（不重新训练）；下面这些单元出了问题，"
+                  "已跳过，其余照常评分。单元从笔记本开头数起，文字单元也算。", ""]
         lines += [f"- {p}" for p in row.cell_problems[:10]] + [""]
     return "\n".join(lines)
 
@@ -447,15 +502,16 @@ def _distinct(problems: list[str]) -> list[str]:
     return keep
 
 
-def gradescope_json(row: SubmissionResult) -> dict:
+def gradescope_json(row: SubmissionResult, sandbox: Sandbox | None = None) -> dict:
     tests = []
     for r in row.exercises:
         output = [f"{r.status}：公开用例 {r.passed_public}/{r.n_public}，隐藏用例 {r.passed_hidden}/{r.n_hidden}"]
         output += _distinct(r.problems)[:MAX_LISTED_FAILURES]
         tests.append({"name": f"{r.id}：{r.title}", "score": r.earned, "max_score": r.points,
                       "output": "\n".join(output), "visibility": "visible"})
+    notes = row.notes + ([unconfined_note(sandbox)] if unconfined_note(sandbox) else [])
     return {"score": row.score, "max_score": row.max_score, "tests": tests,
-            "output": "；".join(row.notes), "execution_time": round(row.seconds, 2)}
+            "output": "；".join(notes), "execution_time": round(row.seconds, 2)}
 
 
 def write_outputs(result: ClassResult, out: pathlib.Path) -> None:
@@ -473,9 +529,9 @@ def write_outputs(result: ClassResult, out: pathlib.Path) -> None:
     # utf-8-sig：带 BOM，Excel 打开中文备注不乱码；csv 模块与 pandas 读取时用 encoding="utf-8-sig"
     (out / "grades.csv").write_text(buf.getvalue(), encoding="utf-8-sig")
     for row in result.rows:
-        (out / "feedback" / f"{row.student}.md").write_text(feedback_markdown(result.chapter, row), encoding="utf-8")
+        (out / "feedback" / f"{row.student}.md").write_text(feedback_markdown(result.chapter, row, result.sandbox), encoding="utf-8")
         (out / "results" / f"{row.student}.json").write_text(
-            json.dumps(gradescope_json(row), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            json.dumps(gradescope_json(row, result.sandbox), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def summary(result: ClassResult) -> str:
@@ -493,5 +549,6 @@ def summary(result: ClassResult) -> str:
         lines.append("有备注的提交：" + "；".join(f"{r.student}：{'、'.join(r.notes)}" for r in noted[:10])
                      + ("……" if len(noted) > 10 else ""))
     lines.append(result.sandbox.describe())
+    lines.append(f"评分前先在同样的环境里评了答案卷：满分（{result.key_seconds:.1f} 秒）。")
     lines.append(f"{result.n_full} passed, {n - result.n_full} failed")
     return "\n".join(lines)

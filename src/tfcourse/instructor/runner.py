@@ -43,6 +43,56 @@ def definitions(tree: ast.Module) -> list[ast.stmt]:
     return keep
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def bound_names(node: ast.stmt) -> set[str]:
+    """一条顶层语句执行完会在模块里绑定的名字：赋值、for、with … as、import、def 与 class 的名字、:= 等。
+    不进函数体、类体和推导式（那里的名字不是全局的）；except … as e 的 e 在块末被删掉，也不算。"""
+    names: set[str] = set()
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            return
+        if isinstance(n, _SCOPES):
+            return
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in n.names if a.name != "*")
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return names
+
+
+def _cells_text(cells: list[int]) -> str:
+    return "第 " + "、".join(str(i + 1) for i in sorted(set(cells))[:3]) + (" 等" if len(set(cells)) > 3 else "") + " 个单元"
+
+
+def skipped_name_hint(exc: BaseException, skipped: dict[str, list[int]], failed: dict[str, list[int]],
+                      who: str) -> str | None:
+    """NameError 的名字只由评分时不执行（或执行出错）的语句定义时，说清楚是哪个名字、在哪个单元；否则 None。"""
+    if type(exc) is not NameError or not getattr(exc, "name", None):
+        return None
+    name = exc.name
+    if name in skipped:
+        how = f"它只在{_cells_text(skipped[name])}里由一条评分时不执行的语句定义"
+    elif name in failed:
+        how = f"它只在{_cells_text(failed[name])}里由一条评分时执行出错的语句定义"
+    else:
+        return None
+    return (f"{who}用到了全局名字 `{name}`，{how}（评分只执行 import、函数与类的定义和简单赋值，"
+            "见笔记本开头的说明）。请把它需要的东西从参数里拿、在函数里算，或写成简单赋值")
+
+
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}：{exc}"
     return text if len(text) <= 300 else text[:300] + "…"
@@ -84,6 +134,8 @@ def run(workdir: str) -> None:
     nb = json.loads((work / "submission.ipynb").read_text(encoding="utf-8"))
     namespace = {"__name__": "__main__", "display": display}
     transformer = TransformerManager()
+    skipped: dict[str, list[int]] = {}     # 名字 → 绑定它、但评分时不执行的语句所在的单元
+    failed: dict[str, list[int]] = {}      # 名字 → 绑定它、执行时出错的语句所在的单元
     for i, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
@@ -94,12 +146,23 @@ def run(workdir: str) -> None:
         except SyntaxError as exc:
             report["cells"].append({"cell": i, "problem": "syntax", "error": f"第 {exc.lineno} 行：{exc.msg}"})
             continue
-        for node in definitions(tree):
+        kept = definitions(tree)
+        for node in tree.body:
+            if not any(node is k for k in kept):
+                for name in bound_names(node):
+                    skipped.setdefault(name, []).append(i)
+        for node in kept:
             try:
-                exec(compile(ast.Module([node], type_ignores=[]), f"<单元 {i}>", "exec"), namespace)
+                exec(compile(ast.Module([node], type_ignores=[]), f"<单元 {i + 1}>", "exec"), namespace)
             except BaseException as exc:   # 学生代码的任何错误（包括 SystemExit）都只记下来
+                for name in bound_names(node):
+                    failed.setdefault(name, []).append(i)
                 if not isinstance(node, (ast.Assign, ast.AnnAssign)):   # 赋值失败多半是正文的中间结果没有算：不报
-                    report["cells"].append({"cell": i, "problem": "error", "error": _error_text(exc)})
+                    item = {"cell": i, "problem": "error", "error": _error_text(exc)}
+                    hint = skipped_name_hint(exc, skipped, failed, "这个单元")
+                    if hint:
+                        item["hint"] = hint
+                    report["cells"].append(item)
 
     arrays = _Arrays()
     for eid, item in job["exercises"].items():
@@ -117,6 +180,9 @@ def run(workdir: str) -> None:
                 outcome = {"status": "not_implemented"}
             except BaseException as exc:
                 outcome = {"status": "error", "error": _error_text(exc)}
+                hint = skipped_name_hint(exc, skipped, failed, f"函数 {item['function']} ")
+                if hint:
+                    outcome["hint"] = hint
             outcome["seconds"] = time.perf_counter() - start
             outcomes.append(outcome)
         report["exercises"][eid] = {"missing": False, "cases": outcomes}
