@@ -365,3 +365,40 @@ def test_global_defined_only_by_a_skipped_statement_is_named_in_the_feedback(tmp
     assert (f"函数 my_attention_scores 用到了全局名字 `SCALE`，它只在第 {i + 1} 个单元里由一条评分时不执行的语句定义"
             in feedback), feedback
     assert "NameError" not in feedback
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["bwrap", "unsafe-no-sandbox"])
+def test_a_submission_cannot_borrow_the_reference_solution(unsafe, tmp_path):
+    """学生函数调用参考实现（经 tfcourse.exercises 的登记表）或从磁盘读它的源码：评分时都拿不到，这道题不得分。
+    笔记本里 `from tfcourse.exercises import check` 照常成功（那个单元不会被报错）。"""
+    if not unsafe and UNSAFE:
+        pytest.skip(f"这台机器上 bubblewrap 不能用：{_sandbox_problem()}")
+    ch = assign("ch02", tmp_path / "dist", ROOT / "book")
+    solved, _ = _solved_and_student(tmp_path / "dist", ch)
+    i = _learner_cell(solved, "my_attention_scores")
+    borrow = _set_cell(solved, i, "from tfcourse.exercises import EXERCISES\n\n"
+                                  "def my_attention_scores(Q, K):\n"
+                                  "    return EXERCISES['ch02.attention_scores'].reference(Q, K)\n")
+    submodule = _set_cell(solved, i, "def my_attention_scores(Q, K):\n"
+                                     "    from tfcourse.exercises import ch02\n"
+                                     "    return ch02.attention_scores_reference(Q, K)\n")
+    source = _set_cell(solved, i, "def my_attention_scores(Q, K):\n"
+                                  "    import pathlib, tfcourse\n"
+                                  "    p = pathlib.Path(tfcourse.__file__).parent / 'exercises' / 'ch02.py'\n"
+                                  "    ns = {}\n"
+                                  "    exec(p.read_text(encoding='utf-8'), ns)\n"
+                                  "    return ns['attention_scores_reference'](Q, K)\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, nb in (("key", solved), ("borrow", borrow), ("submodule", submodule), ("source", source)):
+        _write(subs / f"{name}.ipynb", nb)
+    grade_class("ch02", subs, tmp_path / "grades", seed="s", jobs=2, timeout=TIMEOUT, book=ROOT / "book",
+                unsafe_no_sandbox=unsafe)
+    rows = _rows(tmp_path / "grades")
+    full = str(len(ch.exercises))
+    assert rows["key"]["score"] == full
+    for name in ("borrow", "submodule") + (() if unsafe else ("source",)):   # 读源码只有沙箱拦得住
+        assert rows[name]["ch02.attention_scores"] == "0", (name, rows[name])
+        assert rows[name]["score"] == str(len(ch.exercises) - 1), (name, rows[name])
+    feedback = (tmp_path / "grades" / "feedback" / "submodule.md").read_text(encoding="utf-8")
+    assert "不能导入" in feedback, feedback

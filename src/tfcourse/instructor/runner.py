@@ -122,11 +122,49 @@ class _Arrays:
         return {"k": "array", "key": key}
 
 
+REFERENCES = "tfcourse.exercises"
+
+
+class _NoReferences:
+    """sys.meta_path 上的一道关：评分时导入 tfcourse.exercises 的子模块（各章的参考实现）一律失败。"""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(REFERENCES + "."):
+            raise ImportError(f"评分时不能导入 {name}：参考答案不交给学生代码，练习函数要自己算出结果。")
+        return None
+
+
+def seal_references() -> None:
+    """学生代码拿不到参考答案：已导入的 tfcourse.exercises 全部移走，换成一个只有什么也不做的 check 的空壳
+    （笔记本里 `from tfcourse.exercises import check` 照常成功），并拦下对各章子模块的导入。
+    沙箱里那个目录本身也被盖住（sandbox.detect），从磁盘上读源码同样读不到。"""
+    import types
+
+    for name in [m for m in sys.modules if m == REFERENCES or m.startswith(REFERENCES + ".")]:
+        del sys.modules[name]
+    shell = types.ModuleType(REFERENCES, "评分时的空壳：参考答案不在这里。")
+    shell.check = lambda *args, **kwargs: None
+    shell.__path__ = []                                        # 子模块的导入走到 _NoReferences 那道关
+
+    def refuse(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ImportError(f"评分时不能导入 {REFERENCES}.{name}：参考答案不交给学生代码，练习函数要自己算出结果。")
+
+    shell.__getattr__ = refuse
+    sys.modules[REFERENCES] = shell
+    if "tfcourse" in sys.modules:
+        sys.modules["tfcourse"].exercises = shell
+    if not any(isinstance(f, _NoReferences) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoReferences())
+
+
 def run(workdir: str) -> None:
     import pathlib
 
     work = pathlib.Path(workdir)
     job = pickle.loads((work / "cases.pkl").read_bytes())        # 教师端写的，先于学生代码读入
+    seal_references()
     from IPython.core.inputtransformer2 import TransformerManager
     from IPython.display import display
 

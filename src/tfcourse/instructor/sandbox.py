@@ -2,7 +2,8 @@
 
 沙箱里整个文件系统只读（--ro-bind / /），/tmp 是空的内存盘，只有这份提交自己的工作目录可写；
 评分用的 Python（venv 与它背后的解释器）和课程包即使放在 /tmp 下，也在空的 /tmp 之后重新只读挂上；
-提交所在的文件夹和评分输出文件夹被空目录盖住（看不到别人的提交）；没有网络（--unshare-net）。
+提交所在的文件夹、评分输出文件夹和各章的参考实现（tfcourse/exercises）被空目录盖住（看不到别人的提交和参考答案）；
+没有网络（--unshare-net）。
 bwrap 起不来时不评分、说明原因和解决办法；只有教师明确要求（--unsafe-no-sandbox）时才不用沙箱。
 """
 from __future__ import annotations
@@ -109,7 +110,10 @@ def detect(unsafe_no_sandbox: bool = False, hidden: list[pathlib.Path] | None = 
     exe = shutil.which("bwrap")
     if exe is None:
         raise InstructorError("不能评分：这台机器上没有 bubblewrap（找不到 bwrap 命令），学生代码没法关进沙箱。" + FIX_HINT)
-    box = Sandbox("bwrap", bwrap=exe, hidden=[pathlib.Path(p) for p in (hidden or [])], keep=interpreter_paths())
+    # 各章的参考实现（tfcourse/exercises/）也盖住：学生代码读不到它的源码（runner 另外拦下了它的导入）
+    references = package_source() / "tfcourse" / "exercises"
+    box = Sandbox("bwrap", bwrap=exe, hidden=[pathlib.Path(p) for p in (hidden or [])] + [references],
+                  keep=interpreter_paths())
     ok, why = _probe(box)
     if not ok:
         raise InstructorError(f"不能评分：bubblewrap（{exe}）在这台机器上起不来（{why}），学生代码没法关进沙箱。" + FIX_HINT)
