@@ -172,16 +172,14 @@ def _cut(vocab, ids) -> str:
 @torch.no_grad()
 def generate_reviews(model, vocab, label, n: int, *, max_new_tokens: int = 48, temperature: float = 1.0,
                      top_p: float | None = 0.9, seed: int = 0) -> list[str]:
-    """以 ⏎ <控制> 开头抽样 n 条评论（label=None：只给 ⏎，不加控制），每条截到下一个 ⏎。种子决定结果。
-    字表之外的 □ 和两个控制 token 永远不写（打分设成 −∞，见 `gpt.generate` 的 suppress_ids）。"""
+    """以 ⏎ <控制> 开头抽样 n 条评论（label=None：只给 ⏎，不加控制），每条截到下一个 ⏎。种子决定结果。"""
     from .gpt import generate
 
     n = positive_int(n, "n")
     prompt = [SEP] if label is None else [SEP, vocab.id(CONTROL_TOKENS[_check_label(label)])]
     ids = torch.tensor([prompt] * n)
-    never = [vocab.unk_id] + [vocab.id(t) for t in CONTROL_TOKENS.values()]
     out = generate(model, ids, max_new_tokens, temperature=temperature, top_p=top_p,
-                   generator=torch.Generator().manual_seed(int(seed)), suppress_ids=never)
+                   generator=torch.Generator().manual_seed(int(seed)))
     return [_cut(vocab, row[len(prompt):].tolist()) for row in out]
 
 

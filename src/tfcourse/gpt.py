@@ -49,7 +49,7 @@ class GPTConfig(ModelConfig):
 
 
 GPT_TINY = GPTConfig(vocab_size=50, d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=64)
-GPT_SMALL = GPTConfig(vocab_size=4002, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)   # 4000 个字 + 2
+GPT_SMALL = GPTConfig(vocab_size=1002, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)   # 1000 个字 + 2
 PRESETS = {"tiny": GPT_TINY, "small": GPT_SMALL}
 
 
