@@ -185,12 +185,13 @@ class PageRecord:
     """巡视中一个网页留下的记录：访问中的问题、加载的每个文件的大小、界面文字。"""
 
     path: str
+    landed: str                    # 加载完时所在的页面（跳转页与 path 不同）
     outside: list                  # 被拦下的外部请求
     failed: list                   # 本站返回 4xx/5xx 的请求
     errors: list                   # 控制台错误与未捕获的异常
-    raw: int                       # 加载的全部文件的原始字节数
-    packed: int                    # 同上，gzip（级别 6）之后
-    by_file: dict                  # 文件名 -> gzip 后的字节数
+    raw: int | None                # 加载的全部文件的原始字节数（跳转页为 None）
+    packed: int | None             # 同上，gzip（级别 6）之后
+    by_file: dict | None           # 文件名 -> gzip 后的字节数
     widgets: bool                  # 页面上有没有渲染出来的小部件
     text: str                      # 展开前三个折叠的单元之后，正文的可见文字
     attrs: list                    # 同时读出的 aria-label / title / alt / placeholder
@@ -206,9 +207,24 @@ class PageRecord:
         return out
 
 
-def _tour_one(browser, site_url: str, path: str) -> PageRecord:
+def _weigh(responses) -> tuple[int, int, dict]:
+    """本站成功返回的每个文件：原始字节数之和、gzip（级别 6）后之和、文件名 -> gzip 后的字节数。"""
     import gzip
 
+    raw = packed = 0
+    by_file = {}
+    for r in responses:
+        if not r.url.startswith("http") or r.status >= 300:
+            continue
+        body = r.body()
+        size = len(gzip.compress(body, compresslevel=6))
+        raw += len(body)
+        packed += size
+        by_file[r.url.rsplit("/", 1)[-1].split("?")[0]] = size
+    return raw, packed, by_file
+
+
+def _tour_one(browser, site_url: str, path: str) -> PageRecord:
     responses = []
     ctx, v = open_page(browser, site_url, path, on_response=lambda r: responses.append(r), idle=False)
     try:
@@ -222,16 +238,9 @@ def _tour_one(browser, site_url: str, path: str) -> PageRecord:
             quiet = quiet + 1 if len(responses) == seen else 0
             seen = len(responses)
         page.wait_for_load_state("networkidle")
-        raw = packed = 0
-        by_file = {}
-        for r in responses:
-            if not r.url.startswith("http") or r.status >= 300:
-                continue
-            body = r.body()
-            size = len(gzip.compress(body, compresslevel=6))
-            raw += len(body)
-            packed += size
-            by_file[r.url.rsplit("/", 1)[-1].split("?")[0]] = size
+        landed = page.url.removeprefix(site_url + "/")
+        # 跳转页（index.html）加载完时已离开了自己，浏览器丢掉了它的响应：不称重（None）
+        raw, packed, by_file = _weigh(responses) if landed == path else (None, None, None)
         widgets = page.locator(".tfc-widget").count() > 0
         outside, failed, errors = list(v.outside), list(v.failed), list(v.errors)
         for summary in page.locator("details.hide > summary").all()[:3]:
@@ -239,7 +248,7 @@ def _tour_one(browser, site_url: str, path: str) -> PageRecord:
         got = page.evaluate(UI_TEXT_JS)
     finally:
         ctx.close()
-    return PageRecord(path, outside, failed, errors, raw, packed, by_file, widgets, got["text"], got["attrs"])
+    return PageRecord(path, landed, outside, failed, errors, raw, packed, by_file, widgets, got["text"], got["attrs"])
 
 
 @pytest.fixture(scope="session")

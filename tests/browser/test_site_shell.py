@@ -251,6 +251,7 @@ def test_page_weight_stays_within_budget(site_tour, capsys):
     for path in pages:
         rec = site_tour[path]
         assert rec.problems() == [], f"{path}：页面没有干净地加载完，称出的重量不可信：{rec.problems()}"
+        assert rec.packed is not None, f"{path} 跳转到了 {rec.landed}，没有称出自己的重量"
         budget = WIDGET_BUDGET if rec.widgets else TEXT_BUDGET
         heavy = sorted(rec.by_file.items(), key=lambda kv: -kv[1])[:3]
         rows.append(f"{path:<58} {rec.raw / 1e6:6.2f} MB {rec.packed / 1e6:6.2f} MB  {'小部件' if rec.widgets else '文字'}  "
