@@ -116,41 +116,144 @@ class Visit:
         assert self.errors == [], f"控制台报错：{self.errors}"
 
 
+def open_page(browser, site_url: str, path: str, color_scheme: str = "light", wait_for: str | None = None,
+              width: int = 1280, height: int = 900, on_response=None, idle: bool = True):
+    """在新的浏览器上下文里打开站内页面，拦下站外请求 -> (上下文, Visit)；上下文由调用者关闭。"""
+    ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": width, "height": height},
+                              has_touch=width < 1000, is_mobile=width < 600)
+    ctx.set_default_timeout(180_000)         # 共享的 2 核机器上，大页面加载可能远超默认的 30 秒
+    page = ctx.new_page()
+    v = Visit(page)
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(site_url + "/") or url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            v.outside.append(url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: m.type == "error" and v.errors.append(m.text))
+    page.on("pageerror", lambda e: v.errors.append(str(e)))
+    page.on("response", lambda r: r.status >= 400 and v.failed.append((r.status, r.url)))
+    if on_response is not None:
+        page.on("response", on_response)
+    page.goto(f"{site_url}/{path}", wait_until="load")
+    if wait_for:
+        page.wait_for_selector(wait_for, timeout=120_000)
+    if idle:
+        page.wait_for_load_state("networkidle")
+    return ctx, v
+
+
 @pytest.fixture
 def visit(browser, site_url):
     """visit(path, color_scheme="light", wait_for=None, width=1280, height=900) -> Visit：打开站内页面，等小部件渲染完。"""
     contexts = []
 
-    def _open(path: str, color_scheme: str = "light", wait_for: str | None = None,
-              width: int = 1280, height: int = 900, on_response=None, idle: bool = True) -> Visit:
-        ctx = browser.new_context(color_scheme=color_scheme, viewport={"width": width, "height": height},
-                                  has_touch=width < 1000, is_mobile=width < 600)
-        ctx.set_default_timeout(180_000)         # 共享的 2 核机器上，大页面加载可能远超默认的 30 秒
+    def _open(path: str, **kw) -> Visit:
+        ctx, v = open_page(browser, site_url, path, **kw)
         contexts.append(ctx)
-        page = ctx.new_page()
-        v = Visit(page)
-
-        def route(r):
-            url = r.request.url
-            if url.startswith(site_url + "/") or url.startswith(("data:", "blob:")):
-                r.continue_()
-            else:
-                v.outside.append(url)
-                r.abort()
-
-        page.route("**/*", route)
-        page.on("console", lambda m: m.type == "error" and v.errors.append(m.text))
-        page.on("pageerror", lambda e: v.errors.append(str(e)))
-        page.on("response", lambda r: r.status >= 400 and v.failed.append((r.status, r.url)))
-        if on_response is not None:
-            page.on("response", on_response)
-        page.goto(f"{site_url}/{path}", wait_until="load")
-        if wait_for:
-            page.wait_for_selector(wait_for, timeout=120_000)
-        if idle:
-            page.wait_for_load_state("networkidle")
         return v
 
     yield _open
     for ctx in contexts:
         ctx.close()
+
+
+def site_pages(site) -> list[str]:
+    """网站里每一个网页（不含 _static、_sources 等目录里的文件）。"""
+    skip = ("_static", "_sources", "_images", "jupyter_execute")
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not any(part in skip for part in p.relative_to(site).parts)
+    )
+
+
+# 巡视时读出的界面文字：正文的可见文字，以及按钮与图片的 aria-label / title / alt / placeholder。
+UI_TEXT_JS = """() => {
+  const attrs = [];
+  for (const el of document.querySelectorAll('[aria-label], [title], [alt], [placeholder]'))
+    for (const a of ['aria-label', 'title', 'alt', 'placeholder']) if (el.getAttribute(a)) attrs.push(el.getAttribute(a));
+  return {text: document.body.innerText, attrs}; }"""
+
+
+@dataclass
+class PageRecord:
+    """巡视中一个网页留下的记录：访问中的问题、加载的每个文件的大小、界面文字。"""
+
+    path: str
+    landed: str                    # 加载完时所在的页面（跳转页与 path 不同）
+    outside: list                  # 被拦下的外部请求
+    failed: list                   # 本站返回 4xx/5xx 的请求
+    errors: list                   # 控制台错误与未捕获的异常
+    raw: int | None                # 加载的全部文件的原始字节数（跳转页为 None）
+    packed: int | None             # 同上，gzip（级别 6）之后
+    by_file: dict | None           # 文件名 -> gzip 后的字节数
+    widgets: bool                  # 页面上有没有渲染出来的小部件
+    text: str                      # 展开前三个折叠的单元之后，正文的可见文字
+    attrs: list                    # 同时读出的 aria-label / title / alt / placeholder
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.outside:
+            out.append(f"页面试图访问站外地址：{self.outside}")
+        if self.failed:
+            out.append(f"本站资源加载失败：{self.failed}")
+        if self.errors:
+            out.append(f"控制台报错：{self.errors}")
+        return out
+
+
+def _weigh(responses) -> tuple[int, int, dict]:
+    """本站成功返回的每个文件：原始字节数之和、gzip（级别 6）后之和、文件名 -> gzip 后的字节数。"""
+    import gzip
+
+    raw = packed = 0
+    by_file = {}
+    for r in responses:
+        if not r.url.startswith("http") or r.status >= 300:
+            continue
+        body = r.body()
+        size = len(gzip.compress(body, compresslevel=6))
+        raw += len(body)
+        packed += size
+        by_file[r.url.rsplit("/", 1)[-1].split("?")[0]] = size
+    return raw, packed, by_file
+
+
+def _tour_one(browser, site_url: str, path: str) -> PageRecord:
+    responses = []
+    ctx, v = open_page(browser, site_url, path, on_response=lambda r: responses.append(r), idle=False)
+    try:
+        page = v.page
+        if page.locator("script[type='application/vnd.jupyter.widget-state+json']").count():
+            page.wait_for_selector(".tfc-widget", timeout=120_000)
+        page.mouse.wheel(0, 20_000)                               # 让懒加载的东西也加载出来
+        seen, quiet = -1, 0
+        while quiet < 4:                                          # 连续 2 秒没有新的响应才算加载完
+            page.wait_for_timeout(500)
+            quiet = quiet + 1 if len(responses) == seen else 0
+            seen = len(responses)
+        page.wait_for_load_state("networkidle")
+        landed = page.url.removeprefix(site_url + "/")
+        # 跳转页（index.html）加载完时已离开了自己，浏览器丢掉了它的响应：不称重（None）
+        raw, packed, by_file = _weigh(responses) if landed == path else (None, None, None)
+        widgets = page.locator(".tfc-widget").count() > 0
+        outside, failed, errors = list(v.outside), list(v.failed), list(v.errors)
+        for summary in page.locator("details.hide > summary").all()[:3]:
+            summary.click()                                       # 展开后的提示也要是中文
+        got = page.evaluate(UI_TEXT_JS)
+    finally:
+        ctx.close()
+    return PageRecord(path, landed, outside, failed, errors, raw, packed, by_file, widgets, got["text"], got["attrs"])
+
+
+@pytest.fixture(scope="session")
+def site_tour(browser, site_url, site_dir) -> dict[str, PageRecord]:
+    """把网站的每一个网页在桌面宽度、浅色主题下打开一次（站外请求全部拦下），记下逐页检查所需的一切：
+    站外请求、失败的请求、控制台错误、加载的文件与大小、界面文字。逐页的测试（自包含、中文界面、页面重量）
+    各自对这份记录断言，失败时各报各的名字；页面只加载一次。"""
+    return {path: _tour_one(browser, site_url, path) for path in site_pages(site_dir)}

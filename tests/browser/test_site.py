@@ -5,7 +5,7 @@ import pathlib
 import re
 
 import pytest
-from conftest import COLOUR_JS
+from conftest import COLOUR_JS, site_pages
 import yaml
 
 from tfcourse import attention, rnn
@@ -20,21 +20,10 @@ SET_RANGE = """(el, v) => { el.value = String(v);
   el.dispatchEvent(new Event('input', { bubbles: true })); }"""
 
 
-def _site_pages(site):
-    skip = ("_static", "_sources", "_images", "jupyter_execute")
-    return sorted(
-        p.relative_to(site).as_posix()
-        for p in site.rglob("*.html")
-        if not any(part in skip for part in p.relative_to(site).parts)
-    )
-
-
-def test_every_page_is_self_contained(visit, site_dir):
-    pages = _site_pages(site_dir)
-    assert CH1 in pages and "book/preface.html" in pages
-    for path in pages:
-        v = visit(path)
-        v.assert_clean()
+def test_every_page_is_self_contained(site_tour):
+    assert CH1 in site_tour and "book/preface.html" in site_tour
+    dirty = {path: rec.problems() for path, rec in site_tour.items() if rec.problems()}
+    assert dirty == {}, "这些网页不是自包含的：\n" + "\n".join(f"{p}：{'；'.join(v)}" for p, v in dirty.items())
 
 
 def test_chapter_one_renders_both_widgets_offline(visit):
@@ -171,7 +160,7 @@ def test_map_selector_switches_the_trained_heatmap(visit):
 def test_chinese_quotes_are_not_mangled(site_dir):
     # Sphinx 的智能引号（smartquotes）遇到汉字会把 "…" 的两边都变成右引号 ”…”；_config.yml 关掉了它
     import html as html_lib
-    for path in _site_pages(site_dir):
+    for path in site_pages(site_dir):
         page = (site_dir / path).read_text(encoding="utf-8")
         page = re.sub(r"<script.*?</script>", "", page, flags=re.S)
         # <pre> 与代码输出的表格里是程序打印的文字（例如第 13 章 GPT 生成的样本里可能只有半个引号），不归 Sphinx 管

@@ -1,7 +1,6 @@
 """网站外壳：中文搜索、手机与平板上的侧栏按钮、窄屏不横向滚动、公式不溢出、暗色输出区、中文界面、页面重量。"""
 from __future__ import annotations
 
-import gzip
 import html as html_lib
 import json
 import re
@@ -210,24 +209,19 @@ ENGLISH_UI = ["Show code cell", "Hide code cell", "Click to show", "Click to hid
               "Source repositories", "Download this page", "Fullscreen mode", "Back to top", "Skip to main content",
               "Search this book", "Link to this heading", "Color mode", "System Settings"]
 
-_UI_TEXT_JS = """() => {
-  const attrs = [];
-  for (const el of document.querySelectorAll('[aria-label], [title], [alt], [placeholder]'))
-    for (const a of ['aria-label', 'title', 'alt', 'placeholder']) if (el.getAttribute(a)) attrs.push(el.getAttribute(a));
-  return {text: document.body.innerText, attrs}; }"""
-
-
-def test_no_page_shows_english_interface_text(visit, site_dir):
-    for path in TOC_PAGES + ["search.html"]:
-        v = visit(path)
-        page = v.page
-        for summary in page.locator("details.hide > summary").all()[:3]:
-            summary.click()                                   # 展开后的提示也要是中文
-        got = page.evaluate(_UI_TEXT_JS)
-        shown = [s for s in ENGLISH_UI if s in got["text"]]
-        labelled = sorted({a for a in got["attrs"] if any(s in a for s in ENGLISH_UI)})
-        assert shown == [] and labelled == [], f"{path}：页面文字含 {shown}，按钮标签含 {labelled}"
-        assert "版权所有" in got["text"], f"{path} 的页脚没有中文版权行"
+def test_no_page_shows_english_interface_text(site_tour):
+    pages = TOC_PAGES + ["search.html"]
+    assert set(pages) <= set(site_tour), sorted(set(pages) - set(site_tour))
+    bad = []
+    for path in pages:
+        rec = site_tour[path]
+        shown = [s for s in ENGLISH_UI if s in rec.text]
+        labelled = sorted({a for a in rec.attrs if any(s in a for s in ENGLISH_UI)})
+        if shown or labelled:
+            bad.append(f"{path}：页面文字含 {shown}，按钮标签含 {labelled}")
+        if "版权所有" not in rec.text:
+            bad.append(f"{path} 的页脚没有中文版权行")
+    assert bad == [], "\n".join(bad)
 
 
 def test_header_buttons_have_chinese_labels(visit):
@@ -250,43 +244,20 @@ def test_preface_status_is_text_not_emoji(site_dir):
 TEXT_BUDGET, WIDGET_BUDGET = 500_000, 1_500_000
 
 
-def _weigh(visit, path):
-    responses = []
-    v = visit(path, on_response=lambda r: responses.append(r), idle=False)
-    page = v.page
-    if page.locator("script[type='application/vnd.jupyter.widget-state+json']").count():
-        page.wait_for_selector(".tfc-widget", timeout=120_000)
-    page.mouse.wheel(0, 20_000)                                   # 让懒加载的东西也加载出来
-    seen, quiet = -1, 0
-    while quiet < 4:                                              # 连续 2 秒没有新的响应才算加载完
-        page.wait_for_timeout(500)
-        quiet = quiet + 1 if len(responses) == seen else 0
-        seen = len(responses)
-    raw = packed = 0
-    by_file = {}
-    for r in responses:
-        if not r.url.startswith("http") or r.status >= 300:
-            continue
-        body = r.body()
-        size = len(gzip.compress(body, compresslevel=6))
-        raw += len(body)
-        packed += size
-        by_file[r.url.rsplit("/", 1)[-1].split("?")[0]] = size
-    widgets = page.locator(".tfc-widget").count() > 0
-    v.assert_clean()
-    return raw, packed, widgets, by_file
-
-
-def test_page_weight_stays_within_budget(visit, capsys):
+def test_page_weight_stays_within_budget(site_tour, capsys):
+    pages = TOC_PAGES + ["search.html"]
+    assert set(pages) <= set(site_tour), sorted(set(pages) - set(site_tour))
     rows, over = [], []
-    for path in TOC_PAGES + ["search.html"]:
-        raw, packed, widgets, by_file = _weigh(visit, path)
-        budget = WIDGET_BUDGET if widgets else TEXT_BUDGET
-        heavy = sorted(by_file.items(), key=lambda kv: -kv[1])[:3]
-        rows.append(f"{path:<58} {raw / 1e6:6.2f} MB {packed / 1e6:6.2f} MB  {'小部件' if widgets else '文字'}  "
+    for path in pages:
+        rec = site_tour[path]
+        assert rec.problems() == [], f"{path}：页面没有干净地加载完，称出的重量不可信：{rec.problems()}"
+        assert rec.packed is not None, f"{path} 跳转到了 {rec.landed}，没有称出自己的重量"
+        budget = WIDGET_BUDGET if rec.widgets else TEXT_BUDGET
+        heavy = sorted(rec.by_file.items(), key=lambda kv: -kv[1])[:3]
+        rows.append(f"{path:<58} {rec.raw / 1e6:6.2f} MB {rec.packed / 1e6:6.2f} MB  {'小部件' if rec.widgets else '文字'}  "
                     + ", ".join(f"{k} {s / 1e3:.0f} kB" for k, s in heavy))
-        if packed > budget:
-            over.append(f"{path}：{packed / 1e6:.2f} MB > {budget / 1e6:.1f} MB")
+        if rec.packed > budget:
+            over.append(f"{path}：{rec.packed / 1e6:.2f} MB > {budget / 1e6:.1f} MB")
     with capsys.disabled():
         print("\n页面                                                        原始       gzip      类型  最重的三个文件（gzip）")
         print("\n".join(rows))
