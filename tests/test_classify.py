@@ -61,6 +61,28 @@ def test_fine_tune_memorises_a_tiny_batch(name):
     assert rec.trained_parameters == sum(p.numel() for p in model.parameters())
 
 
+def test_keep_best_restores_the_epoch_with_the_best_validation_accuracy():
+    """早停：keep_best=True 留下的是验证准确率最高的那一轮结束时的权重（不是最后一轮的）。"""
+    enc = CharEncoder(VOCAB, 32)
+    data = LengthBuckets([enc.encode(t) for t in TEXTS], LABELS, batch_size=4)
+    # 验证集的标签与训练集相反：学得越好，验证准确率越低，所以最好的一轮是最早的某一轮
+    flipped = LengthBuckets([enc.encode(t) for t in TEXTS], [1 - y for y in LABELS], batch_size=4)
+    runs = {}
+    for keep in (False, True):
+        model = models()["transformer"]
+        rec = fine_tune(model, data, epochs=12, lr=1e-2, seed=0, val=flipped, warmup=0.0, progress=False,
+                        keep_best=keep)
+        pred = evaluate_logits(model, flipped).argmax(-1)
+        runs[keep] = (rec, float((pred == flipped.labels).float().mean()))
+    (last, acc_last), (best, acc_best) = runs[False], runs[True]
+    assert last.best_epoch is None and last.val_accuracy == best.val_accuracy     # 同样的训练，只是留下的权重不同
+    assert best.best_epoch == int(np.argmax(best.val_accuracy)) + 1 < 12
+    assert acc_best == max(best.val_accuracy) > acc_last == best.val_accuracy[-1]
+    assert best.as_meta()["best_epoch"] == best.best_epoch
+    with pytest.raises(ValueError, match="val"):
+        fine_tune(models()["gru"], data, epochs=1, lr=1e-2, seed=0, progress=False, keep_best=True)
+
+
 def test_frozen_layers_do_not_move_and_cached_path_agrees():
     model = models()["bert-frozen"]
     frozen = {k: v.clone() for k, v in model.bert.layers[0].state_dict().items()}

@@ -372,10 +372,11 @@ class FineTuneRecord:
     losses: list[float] = field(default_factory=list)
     val_accuracy: list[float] = field(default_factory=list)
     trained_parameters: int = 0
+    best_epoch: int | None = None       # keep_best=True 时：留下的是第几轮（从 1 数）结束时的权重
 
     def as_meta(self) -> dict:
         return dict(steps=self.steps, seconds=round(self.seconds, 1), val_accuracy=self.val_accuracy,
-                    trained_parameters=self.trained_parameters,
+                    trained_parameters=self.trained_parameters, best_epoch=self.best_epoch,
                     loss_per_epoch=[round(float(np.mean(c)), 4) for c in np.array_split(self.losses, max(1, len(self.val_accuracy)))]
                     if self.losses else [])
 
@@ -407,13 +408,14 @@ def _val_accuracy(model, val: LengthBuckets, forward) -> float:
 def fine_tune(model: nn.Module, batches: LengthBuckets, *, epochs: int, lr: float, seed: int,
               val: LengthBuckets | None = None, warmup: float = 0.1, weight_decay: float = 0.01,
               clip_norm: float | None = 1.0, forward: Callable | None = None, progress=True,
-              desc: str = "微调") -> FineTuneRecord:
+              desc: str = "微调", keep_best: bool = False) -> FineTuneRecord:
     """所有神经网络分类器共用的微调：交叉熵，学习率线性预热（前 warmup 比例的步）再线性衰减；
     循环本身是第 10 章的 `train.fit`（AdamW、梯度裁剪、进度条）。
 
     只训练 requires_grad 的参数（冻结的层不动）。seed 决定 dropout 和每轮的批顺序。
     forward(x, mask)：默认 model(x, mask)；缓存了冻结层的输出时传 model.forward_upper。
     val：每轮结束时在它上面测一次准确率。progress：True 显示 tqdm 进度条，False 不显示，或传入建好的进度条。
+    keep_best：训练完把模型换回验证准确率最高的那一轮结束时的权重（早停；要给 val），记在 .best_epoch。
     """
     from .train import fit
 
@@ -424,10 +426,20 @@ def fine_tune(model: nn.Module, batches: LengthBuckets, *, epochs: int, lr: floa
         raise ValueError(f"lr 应为正数，实际为 {lr!r}。")
     if not 0.0 <= warmup < 1.0:
         raise ValueError(f"warmup（预热占总步数的比例）应在 [0, 1) 之间，实际为 {warmup!r}。")
+    if keep_best and val is None:
+        raise ValueError("keep_best=True 要按验证集挑权重，请同时给出 val。")
     forward = forward or model
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("模型里没有要训练的参数（全部冻结了）。")
+    history, best = [], {"acc": -1.0, "epoch": None, "state": None}
+
+    def val_accuracy():                                                # 每轮结束时调用一次
+        history.append(_val_accuracy(model, val, forward))
+        if keep_best and history[-1] > best["acc"]:
+            best.update(acc=history[-1], epoch=len(history),
+                        state={k: v.detach().clone() for k, v in model.state_dict().items()})
+        return history[-1]
     total = epochs * len(batches)
     warm = min(int(warmup * total), total - 1)
     torch.manual_seed(seed)                                            # dropout 的随机数
@@ -439,10 +451,12 @@ def fine_tune(model: nn.Module, batches: LengthBuckets, *, epochs: int, lr: floa
 
     rec = fit(model, loss_at, steps=total, lr_at=lambda s: warmup_linear_lr(s, lr, warm, total), params=params,
               weight_decay=weight_decay, clip_norm=clip_norm, progress=progress, desc=desc,
-              eval_fn=None if val is None else (lambda: _val_accuracy(model, val, forward)),
+              eval_fn=None if val is None else val_accuracy,
               eval_every=len(batches) if val is not None else 0)
+    if keep_best:
+        model.load_state_dict(best["state"])
     return FineTuneRecord(rec.steps, rec.seconds, rec.losses, rec.evals,
-                          trained_parameters=sum(p.numel() for p in params))
+                          trained_parameters=sum(p.numel() for p in params), best_epoch=best["epoch"])
 
 
 # ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ FINE_TUNE_SETTINGS = {
     "r16": {"r": 16, "alpha": 32.0, "peak_lr": 2e-2},
     "full": {"r": None, "alpha": None, "peak_lr": 3e-3},
 }
-FT_STEPS, FT_BATCH, FT_WARMUP, FT_MAX_LEN = 600, 32, 30, 48
+FT_STEPS, FT_BATCH, FT_WARMUP, FT_MAX_LEN = 1500, 32, 75, 48
 
 
 class ControlTokenEmbedding(nn.Module):
@@ -115,10 +115,12 @@ def _lm_loss(model, ids, targets) -> torch.Tensor:
 
 def fine_tune_lm(model, ids: torch.Tensor, targets: torch.Tensor, *, steps: int, batch_size: int,
                  peak_lr: float, warmup_steps: int = 0, weight_decay: float = 0.0, seed: int = 0,
-                 total_steps: int | None = None, progress=True, desc: str = "微调") -> dict:
+                 total_steps: int | None = None, progress=True, desc: str = "微调", eval_fn=None,
+                 eval_every: int = 0) -> dict:
     """在 (ids, targets) 上微调 model 里 requires_grad 的参数：每步随机取 batch_size 个样本。
     循环是第 10 章的 `train.fit`（AdamW + 线性预热 / 线性衰减 + 梯度裁剪 1.0）。
-    返回 {"loss": 每步损失, "seconds": 用时, "trainable": 参数个数}。
+    返回 {"loss": 每步损失, "seconds": 用时, "trainable": 参数个数, "eval_steps": [...], "eval": [...]}。
+    eval_fn()：每 eval_every 步（以及最后一步）调用一次，返回一个数（例如留出集上的某个损失），不计入用时。
 
     total_steps：学习率日程按这么多步排（默认 = steps）。只跑前 steps 步、日程按 total_steps 排，
     得到的就是一次完整训练的前 steps 步（同一种子、同样的批次）——章节里现场重跑一小段时用。"""
@@ -141,9 +143,11 @@ def fine_tune_lm(model, ids: torch.Tensor, targets: torch.Tensor, *, steps: int,
         return _lm_loss(model, ids[pick], targets[pick])
 
     rec = fit(model, loss_at, steps=steps, lr_at=lambda s: warmup_linear_lr(s, peak_lr, warmup_steps, total),
-              params=params, betas=(0.9, 0.95), weight_decay=weight_decay, progress=progress, desc=desc)
+              params=params, betas=(0.9, 0.95), weight_decay=weight_decay, progress=progress, desc=desc,
+              eval_fn=eval_fn, eval_every=eval_every)
     model.eval()
-    return {"loss": rec.losses, "seconds": rec.seconds, "trainable": sum(p.numel() for p in params)}
+    return {"loss": rec.losses, "seconds": rec.seconds, "trainable": sum(p.numel() for p in params),
+            "eval_steps": rec.eval_steps, "eval": rec.evals}
 
 
 @torch.no_grad()
@@ -172,14 +176,18 @@ def _cut(vocab, ids) -> str:
 @torch.no_grad()
 def generate_reviews(model, vocab, label, n: int, *, max_new_tokens: int = 48, temperature: float = 1.0,
                      top_p: float | None = 0.9, seed: int = 0) -> list[str]:
-    """以 ⏎ <控制> 开头抽样 n 条评论（label=None：只给 ⏎，不加控制），每条截到下一个 ⏎。种子决定结果。"""
+    """以 ⏎ <控制> 开头抽样 n 条评论（label=None：只给 ⏎，不加控制），每条截到下一个 ⏎。种子决定结果。
+
+    字表外的 □ 和两个控制 token 从不写出（`gpt.generate` 的 suppress_ids）：□ 不是一个字，
+    控制 token 只该出现在开头、由我们给出。"""
     from .gpt import generate
 
     n = positive_int(n, "n")
     prompt = [SEP] if label is None else [SEP, vocab.id(CONTROL_TOKENS[_check_label(label)])]
     ids = torch.tensor([prompt] * n)
+    never = [vocab.unk_id] + [vocab.id(t) for t in CONTROL_TOKENS.values()]
     out = generate(model, ids, max_new_tokens, temperature=temperature, top_p=top_p,
-                   generator=torch.Generator().manual_seed(int(seed)))
+                   generator=torch.Generator().manual_seed(int(seed)), suppress_ids=never)
     return [_cut(vocab, row[len(prompt):].tolist()) for row in out]
 
 

@@ -6,10 +6,15 @@
 按长度分桶成批，训练 STEPS 步，学习率线性预热再线性衰减。模型 d=128、2 层、4 个头、FFN 512（与第 14 章从零训练的
 Transformer 分类器一样大：两者只差预训练）。meta 里记录留出集上被遮住位置的损失与准确率，以及一元字频基线的同一组数。
 权重以 float16 存储（文件小一半）；记录的数字是用存储后的权重测的。
+
+迁移曲线（第 14 章"预训练值不值"的证据）：预训练途中在 SNAPSHOTS 这几步（和第 0 步、最后一步）各留一份权重，
+训练完后每一份都用 cls-bert 的配方（同样的轮数、学习率、种子 0、按验证集早停）微调成情感分类器，
+记下验证、测试准确率与到那一步为止读过的字数——预训练读得越多，分类器好多少。
 """
 from __future__ import annotations
 
 import collections
+import copy
 import itertools
 import math
 
@@ -21,8 +26,9 @@ NAME = "bert-zh"
 NEEDS = ()
 
 T_MAX, N_CHARS = 128, 4000
-STEPS, BATCH, PEAK_LR, WARMUP = 1500, 32, 1e-3, 100
-EVAL_EVERY, EVAL_SEQS = 250, 300        # 验证曲线：每 250 步在 300 段留出序列上量一次被遮位置的损失
+STEPS, BATCH, PEAK_LR, WARMUP = 20000, 32, 1e-3, 500      # 空闲的 2 核上约 0.1 秒一步：预训练约半小时
+EVAL_EVERY, EVAL_SEQS = 1000, 300       # 验证曲线：每 1000 步在 300 段留出序列上量一次被遮位置的损失
+SNAPSHOTS = (STEPS // 64, STEPS // 16, STEPS // 4)   # 迁移曲线的中间点（另有第 0 步与第 STEPS 步）
 D_MODEL, N_LAYERS, N_HEADS, D_FF = 128, 2, 4, 512
 
 
@@ -105,8 +111,12 @@ def build():
     g_mask = torch.Generator().manual_seed(2)
     n_tokens = 0
 
+    snaps = {0: (0, copy.deepcopy(mlm.state_dict()))}            # 步数 → (读过的字数, 权重)
+
     def loss_at(step):
         nonlocal n_tokens
+        if step - 1 in SNAPSHOTS:                                        # 已经更新了 step - 1 次
+            snaps[step - 1] = (n_tokens, copy.deepcopy(mlm.state_dict()))
         x, mask, _ = next(stream)
         inputs, labels = mask_tokens(x, vocab_size=V, mask_id=vocab.id("[MASK]"), special_ids=range(5),
                                      generator=g_mask)
@@ -125,6 +135,7 @@ def build():
               weight_decay=0.01, eval_fn=held_loss, eval_every=EVAL_EVERY, desc="预训练 bert-zh")
     losses, train_s = rec.losses, rec.seconds
     half_round(mlm)
+    snaps[STEPS] = (n_tokens, copy.deepcopy(mlm.state_dict()))
 
     pick = np.random.default_rng(4).choice(len(held_seqs), min(1000, len(held_seqs)), replace=False)
     eval_seqs = [held_seqs[i] for i in pick]
@@ -157,4 +168,36 @@ def build():
         "parameters": sum(p.numel() for p in mlm.parameters()),
     }
     print("   留出集：", meta["held_out"], flush=True)
+    meta["transfer_curve"] = transfer_curve(config, vocab, snaps, eval_seqs)
     return state, meta
+
+
+def transfer_curve(config, vocab, snaps, eval_seqs):
+    """每份预训练快照：留出集上的被遮位置准确率，以及用 cls-bert 的配方（种子 0）微调出的分类器的验证 / 测试准确率。"""
+    from tfcourse.bert import BertForMaskedLM, BertModel
+    from tfcourse.classify import MAX_LEN, BertCharEncoder, BertClassifier, evaluate_logits, fine_tune
+
+    from ckpt_jobs import cls_bert
+    from ckpt_jobs._classifier import char_data, half_round as round_trained, scores
+
+    train, val, test = char_data(BertCharEncoder(vocab, MAX_LEN))
+    curve = []
+    for step, (tokens, weights) in sorted(snaps.items()):
+        mlm = BertForMaskedLM(config)
+        mlm.load_state_dict({k: v.half().float() for k, v in weights.items()})   # 与发布的权重一样取整到 float16
+        y, _, guess = evaluate(mlm, eval_seqs, vocab)
+        torch.manual_seed(0)                      # 与 cls-bert 的种子 0 完全相同的起点（最后一步那一份 = 它的种子 0）
+        bert = BertModel(config.replace(dropout=cls_bert.DROPOUT))
+        bert.load_state_dict(mlm.bert.state_dict())
+        model = BertClassifier(bert, pool=cls_bert.POOL, dropout=cls_bert.DROPOUT)
+        rec = fine_tune(model, train, epochs=cls_bert.EPOCHS, lr=cls_bert.LR, seed=0, val=val, keep_best=True,
+                        progress=True, desc=f"迁移曲线：预训练 {step} 步")
+        round_trained(model)
+        v, t = scores(evaluate_logits(model, val), val.labels), scores(evaluate_logits(model, test), test.labels)
+        point = {"step": step, "tokens": tokens, "masked_accuracy": round((guess == y).float().mean().item(), 4),
+                 "val_accuracy": v["accuracy"], "test_accuracy": t["accuracy"], "best_epoch": rec.best_epoch,
+                 "val_accuracy_per_epoch": [round(a, 5) for a in rec.val_accuracy], "seconds": round(rec.seconds, 1)}
+        print(f"   迁移曲线：预训练 {step} 步（{tokens:,} 字）→ 被遮位置准确率 {point['masked_accuracy']:.3f}，"
+              f"分类验证 {v['accuracy']:.4f}、测试 {t['accuracy']:.4f}（第 {rec.best_epoch} 轮）", flush=True)
+        curve.append(point)
+    return curve

@@ -7,9 +7,11 @@ AdamW，峰值学习率 3e-4，前 10% 的步线性预热再线性衰减，每�
 """
 from __future__ import annotations
 
+from ckpt_jobs._classifier import EPOCHS       # 三个字级分类器训练同样多的轮数
+
 NAME = "cls-bert"
 NEEDS = ("bert-zh",)
-EPOCHS, LR = 1, 3e-4
+LR = 3e-4
 POOL, DROPOUT = "mean", 0.1
 
 

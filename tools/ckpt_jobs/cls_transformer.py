@@ -6,9 +6,11 @@ AdamW，峰值学习率 1e-3，前 10% 的步线性预热再线性衰减，每�
 """
 from __future__ import annotations
 
+from ckpt_jobs._classifier import EPOCHS       # 三个字级分类器训练同样多的轮数
+
 NAME = "cls-transformer"
 NEEDS = ()
-EPOCHS, LR = 1, 1e-3
+LR = 1e-3
 CONFIG = dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, dropout=0.1, pool="mean")
 
 

@@ -15,6 +15,7 @@ import torch
 
 NAME = "gpt-zh-ctrl"
 NEEDS = ("gpt-zh",)
+GAP_EVERY, GAP_EXAMPLES = 150, 512       # 训练途中每 150 步在前 512 条验证样本上量一次"换成相反的控制 token 涨多少"
 
 
 def _examples():
@@ -36,9 +37,15 @@ def _train(name):
     torch.manual_seed(0)
     model = control.prepare_fine_tune(name)
     s = control.FINE_TUNE_SETTINGS[name]
+    probe_x, probe_y = val[0][:GAP_EXAMPLES], val[1][:GAP_EXAMPLES]
+    flipped = control.flip_control(probe_x)
+
+    def control_gap():                    # 控制 token 换成相反的之后，留出损失涨多少：模型有多看重它
+        return control.heldout_nll(model, flipped, probe_y) - control.heldout_nll(model, probe_x, probe_y)
+
     hist = control.fine_tune_lm(model, *train, steps=control.FT_STEPS, batch_size=control.FT_BATCH,
                                 peak_lr=s["peak_lr"], warmup_steps=control.FT_WARMUP, seed=0,
-                                progress=False, desc=name)
+                                progress=False, desc=name, eval_fn=control_gap, eval_every=GAP_EVERY)
     trained = control.trained_state(model, name)
     if name == "full":
         trained = {k: v.half() for k, v in trained.items()}
@@ -50,7 +57,8 @@ def _train(name):
     run = {"settings": s, "trainable": n_train, "total": n_total, "seconds": round(hist["seconds"], 1),
            "loss_every10": [round(sum(hist["loss"][i:i + 10]) / 10, 4) for i in range(0, len(hist["loss"]), 10)],
            "val_nll": val_nll, "val_nll_flipped": control.heldout_nll(model, control.flip_control(val[0]), val[1]),
-           "memory": mem}
+           "memory": mem, "gap_curve": {"steps": hist["eval_steps"], "gap": [round(g, 5) for g in hist["eval"]],
+                                        "examples": GAP_EXAMPLES}}
     return name, {k: v.contiguous() for k, v in trained.items()}, run
 
 
