@@ -15,7 +15,7 @@ help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
 	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
-	@echo "make checkpoints  重新训练课程自己的模型（第 14–16 章载入的检查点，几十分钟）"
+	@echo "make checkpoints  重新训练课程自己的模型（第 13–16 章载入的检查点；空闲的 2 核上约两小时）"
 	@echo "make clean  删除构建产物（保留 .venv）"
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml

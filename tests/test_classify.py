@@ -188,3 +188,24 @@ def test_shipped_bert_zh_loads_with_its_vocabulary():
     _, meta = checkpoints.load("bert-zh")
     held = meta["held_out"]
     assert held["bert_loss"] < held["unigram_loss"] and held["bert_accuracy"] > held["unigram_top_accuracy"]
+
+
+def test_bert_zh_transfer_curve_is_consistent_with_the_shipped_models():
+    """bert-zh 的迁移曲线（第 14 章 6.2 节）：最后一点就是 cls-bert 的种子 0（同一个起点、同一个配方），
+    它的被遮位置准确率就是 bert-zh 记录的留出准确率；步数、读过的 token 严格递增；预训练的验证曲线整体下降。"""
+    if not {"bert-zh", "cls-bert"} <= set(checkpoints.names()):
+        pytest.skip("bert-zh / cls-bert 还没有训练")
+    _, meta = checkpoints.load("bert-zh")
+    curve = meta["transfer_curve"]
+    steps, tokens = [p["step"] for p in curve], [p["tokens"] for p in curve]
+    assert len(curve) >= 5 and steps[0] == 0 and steps[-1] == meta["steps"] and tokens[0] == 0
+    assert all(a < b for a, b in zip(steps, steps[1:])) and all(a < b for a, b in zip(tokens, tokens[1:]))
+    assert tokens[-1] == meta["train_tokens_seen"]
+    assert curve[-1]["masked_accuracy"] == meta["held_out"]["bert_accuracy"]
+    seed0 = next(r for r in checkpoints.load("cls-bert")[1]["seeds"] if r["seed"] == 0)
+    assert curve[-1]["test_accuracy"] == seed0["test_accuracy"] and curve[-1]["val_accuracy"] == seed0["val_accuracy"]
+    for p in curve:
+        assert p["best_epoch"] == int(np.argmax(p["val_accuracy_per_epoch"])) + 1
+        assert abs(p["val_accuracy"] - max(p["val_accuracy_per_epoch"])) < 0.003   # 早停留下的那一轮（float16 取整前后）
+    loss = meta["val_curve"]["held_out_loss"]
+    assert loss[-1] < loss[0] - 1.0 and min(loss) == loss[-1]

@@ -133,11 +133,18 @@ def test_fine_tuned_model_writes_the_requested_sentiment():
     judge = make_pipeline(TfidfVectorizer(analyzer="char", ngram_range=(1, 2), sublinear_tf=True),
                           LogisticRegression(C=4.0, max_iter=1000)).fit(s.train.texts, s.train.labels)
     model, vocab = control.load_fine_tuned("full"), control.base_vocab()
-    hits = []
-    for label, seed in ((1, 101), (0, 202)):
-        texts = control.generate_reviews(model, vocab, label, 64, max_new_tokens=46, seed=seed)
-        hits += list((judge.predict_proba(texts)[:, 1] >= 0.5) == label)
-    assert np.mean(hits) > 0.6                      # 不加控制时正好一半（记录时约 0.7：控制有效但不强）
+    rate = {}
+    for g in (1.0, 2.0):
+        hits = []
+        for label, seed in ((1, 101), (0, 202)):
+            texts = control.generate_reviews(model, vocab, label, 64, max_new_tokens=46, seed=seed, guidance_scale=g)
+            assert not any(ch in t for t in texts for ch in ("□", "<好评>", "<差评>"))
+            hits += list((judge.predict_proba(texts)[:, 1] >= 0.5) == label)
+        rate[g] = np.mean(hits)
+    assert rate[1.0] > 0.6                          # 不加控制时正好一半（记录时约 0.7：控制有效但不强）
+    assert rate[2.0] > max(0.85, rate[1.0] + 0.1)   # 无分类器引导 γ = 2：记录时约 0.94
+    with pytest.raises(ValueError, match="label"):
+        control.generate_reviews(model, vocab, None, 2, guidance_scale=2.0)
     with pytest.raises(ValueError, match="微调做法"):
         control.load_fine_tuned("r8")
 

@@ -173,3 +173,38 @@ def test_suppressed_tokens_are_never_written_and_match_transformers():
         generate(m, prompt, 3, suppress_ids=[50])
     with pytest.raises(ValueError, match="suppress_ids"):
         generate(m, prompt, 3, suppress_ids="□")
+
+
+def test_guidance_follows_the_formula_and_matches_transformers():
+    """无分类器引导：每一步的打分是 u + γ(c − u)（与 transformers 的 ClassifierFreeGuidanceLogitsProcessor 相同）；
+    γ = 1 不改变贪心的结果；反面的那几行接着写同样的 token；缓存与不缓存结果相同。"""
+    from transformers.generation.logits_process import ClassifierFreeGuidanceLogitsProcessor
+
+    from tfcourse.sampling import guide_logits
+
+    m = _model(3)
+    g0 = torch.Generator().manual_seed(0)
+    prompt = torch.randint(0, 50, (64, 3), generator=g0)
+    negative = prompt.clone()                                   # 反面提示只换掉开头的字（像换一个控制 token）
+    negative[:, 0] = torch.randint(0, 50, (64,), generator=g0)
+    with torch.no_grad():                                      # 第一步：手算 γ = 25 的引导（没训练过的小模型几乎只会重复上一个字，γ 小了看不出差别），贪心取最大
+        c, u = m(prompt)[:, -1], m(negative)[:, -1]
+    want = (u + 25.0 * (c - u)).argmax(-1)
+    out = generate(m, prompt, 1, temperature=0, guidance_scale=25.0, negative_prompt_ids=negative)
+    assert out.shape == (64, 4) and torch.equal(out[:, -1], want) and torch.equal(out[:, :3], prompt)
+    assert not torch.equal(want, c.argmax(-1))                 # 引导确实换掉了至少一个 token（否则这一条白测）
+    theirs = ClassifierFreeGuidanceLogitsProcessor(3.0)(prompt, torch.cat([c, u]))
+    torch.testing.assert_close(guide_logits(c, u, 3.0), theirs, rtol=0, atol=1e-6)
+    # 多步：γ = 1 与不引导的贪心相同；缓存与重算相同；抽样时同一种子同一结果
+    plain = generate(m, prompt, 12, temperature=0)
+    assert torch.equal(generate(m, prompt, 12, temperature=0, guidance_scale=1.0, negative_prompt_ids=negative), plain)
+    g = dict(guidance_scale=2.5, negative_prompt_ids=negative, temperature=0.8, top_p=0.9)
+    a = generate(m, prompt, 12, generator=torch.Generator().manual_seed(0), **g)
+    b = generate(m, prompt, 12, generator=torch.Generator().manual_seed(0), use_cache=False, **g)
+    assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="negative_prompt_ids"):
+        generate(m, prompt, 3, guidance_scale=2.0)
+    with pytest.raises(ValueError, match="同形状"):
+        generate(m, prompt, 3, guidance_scale=2.0, negative_prompt_ids=negative[:2])
+    with pytest.raises(ValueError, match="guidance_scale"):
+        generate(m, prompt, 3, guidance_scale=float("nan"), negative_prompt_ids=negative)

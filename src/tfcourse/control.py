@@ -175,19 +175,26 @@ def _cut(vocab, ids) -> str:
 
 @torch.no_grad()
 def generate_reviews(model, vocab, label, n: int, *, max_new_tokens: int = 48, temperature: float = 1.0,
-                     top_p: float | None = 0.9, seed: int = 0) -> list[str]:
+                     top_p: float | None = 0.9, seed: int = 0, guidance_scale: float = 1.0) -> list[str]:
     """以 ⏎ <控制> 开头抽样 n 条评论（label=None：只给 ⏎，不加控制），每条截到下一个 ⏎。种子决定结果。
 
     字表外的 □ 和两个控制 token 从不写出（`gpt.generate` 的 suppress_ids）：□ 不是一个字，
-    控制 token 只该出现在开头、由我们给出。"""
+    控制 token 只该出现在开头、由我们给出。
+    guidance_scale > 1：无分类器引导，反面提示是相反的控制 token（见 `gpt.generate`）；1 = 不引导。"""
     from .gpt import generate
 
     n = positive_int(n, "n")
     prompt = [SEP] if label is None else [SEP, vocab.id(CONTROL_TOKENS[_check_label(label)])]
     ids = torch.tensor([prompt] * n)
     never = [vocab.unk_id] + [vocab.id(t) for t in CONTROL_TOKENS.values()]
+    negative = None
+    if guidance_scale != 1.0:
+        if label is None:
+            raise ValueError("guidance_scale ≠ 1 要有一个要求（label 为 1 或 0）：引导是远离相反的那个控制 token。")
+        negative = torch.tensor([[SEP, vocab.id(CONTROL_TOKENS[1 - int(label)])]] * n)
     out = generate(model, ids, max_new_tokens, temperature=temperature, top_p=top_p,
-                   generator=torch.Generator().manual_seed(int(seed)), suppress_ids=never)
+                   generator=torch.Generator().manual_seed(int(seed)), suppress_ids=never,
+                   guidance_scale=guidance_scale, negative_prompt_ids=negative)
     return [_cut(vocab, row[len(prompt):].tolist()) for row in out]
 
 

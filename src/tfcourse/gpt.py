@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import ModelConfig, describe_shape, positive_int
+from ._checks import ModelConfig, describe_shape, finite_number, positive_int
 from .attention import KVCache, causal_mask
 from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
-from .sampling import check_temperature, check_top_k, check_top_p, sample_next
+from .sampling import check_temperature, check_top_k, check_top_p, guide_logits, sample_next
 
 __all__ = ["GPTConfig", "GPT_TINY", "GPT_SMALL", "PRESETS", "GPT", "generate", "train_lm", "mean_nll",
            "encode_reviews", "load_gpt_zh"]
@@ -49,7 +49,7 @@ class GPTConfig(ModelConfig):
 
 
 GPT_TINY = GPTConfig(vocab_size=50, d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=64)
-GPT_SMALL = GPTConfig(vocab_size=1002, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)   # 1000 个字 + 2
+GPT_SMALL = GPTConfig(vocab_size=4002, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)   # 4000 个字 + 2
 PRESETS = {"tiny": GPT_TINY, "small": GPT_SMALL}
 
 
@@ -131,7 +131,7 @@ class GPT(nn.Module):
 def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None,
              generator: torch.Generator | None = None, use_cache: bool = True,
-             suppress_ids=None) -> torch.Tensor:
+             suppress_ids=None, guidance_scale: float = 1.0, negative_prompt_ids=None) -> torch.Tensor:
     """自回归生成：接着 prompt_ids (B, T0) 再写 max_new_tokens 个，返回 (B, T0 + max_new_tokens)。
 
     每一步取最后一个位置的 logits，按 温度 → top-k → top-p 处理后抽样（见 sampling.sample_next）；
@@ -139,6 +139,11 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
     旧位置的键、值从 KV 缓存里取；False 时每步把整个序列重算一遍（结果相同，慢）。
     suppress_ids：永远不写的 token（例如字表之外的 □），它们的打分先设成 −∞
     （与 `transformers` 的 `suppress_tokens` 相同）。一维的 prompt_ids 当作 B = 1。
+
+    guidance_scale、negative_prompt_ids：无分类器引导（classifier-free guidance；`transformers` 里同名的两个参数）。
+    每一步除了在 prompt_ids 之后算对数概率 c，还在"反面提示"negative_prompt_ids（与 prompt_ids 同形状，
+    后面接着同样的已生成 token）之后算一遍 u，用 u + guidance_scale·(c − u) 代替 c（`sampling.guide_logits`），
+    再做温度、top-k、top-p。guidance_scale = 1 就是不引导；越大，越远离反面提示所说的方向。
     """
     if not isinstance(model, GPT):
         raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
@@ -154,6 +159,18 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
         check_top_p(top_p)
     model._check_ids(ids, 0)
     suppress = _check_suppress(suppress_ids, model.config.vocab_size)
+    guidance_scale = finite_number(guidance_scale, "guidance_scale")
+    B = ids.shape[0]
+    if negative_prompt_ids is not None:
+        neg = torch.as_tensor(negative_prompt_ids)
+        neg = neg[None] if neg.dim() == 1 else neg
+        if neg.shape != ids.shape:
+            raise ValueError(f"negative_prompt_ids 应与 prompt_ids 同形状 {tuple(ids.shape)}，"
+                             f"实际为 {tuple(neg.shape)}。")
+        model._check_ids(neg, 0)
+        ids = torch.cat([ids, neg])                            # (2B, T0)：前 B 行正面，后 B 行反面
+    elif guidance_scale != 1.0:
+        raise ValueError(f"guidance_scale={guidance_scale} 需要同时给出 negative_prompt_ids（反面提示）。")
     total, max_len = ids.shape[1] + max_new_tokens, model.config.max_len
     if total > max_len:
         raise ValueError(
@@ -166,14 +183,18 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
         step_in = ids                                          # 这一步要送进模型的位置
         for _ in range(max_new_tokens):
             logits = model(step_in if use_cache else ids, cache, last_only=True)[:, -1]   # (B, V)
+            if negative_prompt_ids is not None:                # 引导：u + γ(c − u)，(B, V)
+                logits = guide_logits(logits[:B], logits[B:], guidance_scale)
             if suppress is not None:
                 logits[:, suppress] = float("-inf")
             nxt = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
+            if negative_prompt_ids is not None:
+                nxt = torch.cat([nxt, nxt])                    # 反面的那几行接着写同样的 token
             ids = torch.cat([ids, nxt[:, None]], dim=1)        # (B, T + 1)
             step_in = nxt[:, None]                             # 有缓存时下一步只送这一个
     finally:
         model.train(was_training)
-    return ids
+    return ids[:B]
 
 
 def _check_suppress(suppress_ids, V: int) -> torch.Tensor | None:

@@ -4,7 +4,9 @@
 - `top_p_filter(logits, p)`：只留概率从大到小累加、刚好达到 p 的最小集合（至少留 1 个；p = 1 全留）；
 - `apply_sampling_rules(logits, temperature, top_k, top_p)`：按 温度 → top-k → top-p 的顺序处理，
   与 transformers 的 generate 相同；`sample_next` 再从处理后的分布里抽一个；
-- `effective_k(logits, p)`：top-p 在这一步实际留下了几个候选。
+- `effective_k(logits, p)`：top-p 在这一步实际留下了几个候选；
+- `guide_logits(cond, uncond, scale)`：无分类器引导，uncond + scale·(cond − uncond)，与 transformers 的
+  `ClassifierFreeGuidanceLogitsProcessor` 相同（第 15 章用它加强控制 token）。
 
 被去掉的位置一律变成 −inf（softmax 之后概率为 0）。留下的集合与 transformers 的
 `TopKLogitsWarper`、`TopPLogitsWarper` 相同（测试逐个比对）。logits 的形状是 (..., V)。
@@ -18,7 +20,7 @@ import torch
 from ._checks import describe_shape
 
 __all__ = ["check_temperature", "check_top_k", "check_top_p", "top_k_filter", "top_p_filter",
-           "apply_sampling_rules", "sample_next", "effective_k"]
+           "apply_sampling_rules", "sample_next", "effective_k", "guide_logits"]
 
 
 def _check_logits(logits) -> None:
@@ -111,3 +113,18 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
 def effective_k(logits: torch.Tensor, p: float) -> torch.Tensor:
     """top-p 实际留下的候选个数 (...,)：分布越尖，留下的越少。"""
     return torch.isfinite(top_p_filter(logits, p)).sum(dim=-1)
+
+
+def guide_logits(cond: torch.Tensor, uncond: torch.Tensor, scale: float) -> torch.Tensor:
+    """无分类器引导（classifier-free guidance）：uncond + scale·(cond − uncond)，形状 (..., V)。
+
+    cond 是在想要的提示之后的 logits，uncond 是在"反面提示"之后的。scale = 1 原样返回 cond 的分布；
+    scale > 1 把分布往"cond 比 uncond 更看好的 token"那边推。logits 差一个常数不改变 softmax，
+    所以用 logits 还是 log_softmax 算，得到的分布相同。"""
+    _check_logits(cond)
+    _check_logits(uncond)
+    if cond.shape != uncond.shape:
+        raise ValueError(f"cond 与 uncond 应同形状，实际为 {describe_shape(cond)} 与 {describe_shape(uncond)}。")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise ValueError(f"引导强度 scale 应为有限实数，实际得到 {scale!r}。")
+    return uncond + scale * (cond - uncond)
