@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ._checks import describe_shape
+from ._checks import describe_shape, finite_number
 
 __all__ = ["check_temperature", "check_top_k", "check_top_p", "top_k_filter", "top_p_filter",
            "apply_sampling_rules", "sample_next", "effective_k", "guide_logits"]
@@ -125,6 +125,4 @@ def guide_logits(cond: torch.Tensor, uncond: torch.Tensor, scale: float) -> torc
     _check_logits(uncond)
     if cond.shape != uncond.shape:
         raise ValueError(f"cond 与 uncond 应同形状，实际为 {describe_shape(cond)} 与 {describe_shape(uncond)}。")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
-        raise ValueError(f"引导强度 scale 应为有限实数，实际得到 {scale!r}。")
-    return uncond + scale * (cond - uncond)
+    return uncond + finite_number(scale, "引导强度 scale") * (cond - uncond)

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ckpt_jobs._classifier import half_round      # 权重舍入到 float16（与分类器作业同一个函数）
+
 NAME = "bert-zh"
 NEEDS = ()
 
@@ -63,12 +65,6 @@ def to_sequences(docs, vocab):
             if len(piece) >= 4:
                 seqs.append([cls] + piece + [sep])
     return seqs
-
-
-def half_round(module):
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(p.half().float())
 
 
 @torch.no_grad()
@@ -178,7 +174,7 @@ def transfer_curve(config, vocab, snaps, eval_seqs):
     from tfcourse.classify import MAX_LEN, BertCharEncoder, BertClassifier, evaluate_logits, fine_tune
 
     from ckpt_jobs import cls_bert
-    from ckpt_jobs._classifier import char_data, half_round as round_trained, scores
+    from ckpt_jobs._classifier import char_data, scores
 
     train, val, test = char_data(BertCharEncoder(vocab, MAX_LEN))
     curve = []
@@ -192,7 +188,7 @@ def transfer_curve(config, vocab, snaps, eval_seqs):
         model = BertClassifier(bert, pool=cls_bert.POOL, dropout=cls_bert.DROPOUT)
         rec = fine_tune(model, train, epochs=cls_bert.EPOCHS, lr=cls_bert.LR, seed=0, val=val, keep_best=True,
                         progress=True, desc=f"迁移曲线：预训练 {step} 步")
-        round_trained(model)
+        half_round(model)
         v, t = scores(evaluate_logits(model, val), val.labels), scores(evaluate_logits(model, test), test.labels)
         point = {"step": step, "tokens": tokens, "masked_accuracy": round((guess == y).float().mean().item(), 4),
                  "val_accuracy": v["accuracy"], "test_accuracy": t["accuracy"], "best_epoch": rec.best_epoch,
