@@ -151,6 +151,21 @@ def test_train_lm_lowers_held_out_loss_and_mean_nll_counts_every_token():
     assert abs(mean_nll(m, ids, 16) - manual.item() / 36) < 1e-5
 
 
+def test_train_lm_trains_with_the_thread_count_it_is_given_and_restores_it():
+    """num_threads：训练期间（验证时也是）用给定的线程数，结束后恢复；坏的线程数给中文错误。"""
+    m = GPT(GPT_TINY.replace(vocab_size=10, max_len=16))
+    ids = torch.tensor([1, 2, 3, 4] * 40)
+    before = torch.get_num_threads()
+    want = 1 if before != 1 else 2
+    seen = []
+    train_lm(m, ids, steps=4, batch_size=2, block=8, peak_lr=1e-2, progress=False, num_threads=want,
+             eval_fn=lambda: seen.append(torch.get_num_threads()) or 0.0, eval_every=2)
+    assert seen == [want, want] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="num_threads"):
+        train_lm(m, ids, steps=1, batch_size=2, block=8, peak_lr=1e-2, progress=False, num_threads=0)
+    assert torch.get_num_threads() == before
+
+
 def test_suppressed_tokens_are_never_written_and_match_transformers():
     """suppress_ids：哪怕是打分最高的 token 也不写；处理后的打分与 transformers 的 SuppressTokensLogitsProcessor 相同。"""
     from transformers.generation.logits_process import SuppressTokensLogitsProcessor

@@ -222,12 +222,14 @@ def _check_stream(ids, block: int, name: str) -> torch.Tensor:
 
 def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, block: int, peak_lr: float,
              warmup_steps: int = 0, weight_decay: float = 0.1, seed: int = 0, progress=True,
-             eval_fn=None, eval_every: int = 0, desc: str = "训练 GPT") -> dict:
+             eval_fn=None, eval_every: int = 0, desc: str = "训练 GPT",
+             num_threads: int | None = None) -> dict:
     """语言模型的训练：每步从 ids 里随机取 batch_size 个长 block + 1 的窗口，
     输入前 block 个、预测后 block 个（整体右移一位）。循环本身是第 10 章的 `train.fit`
     （AdamW、线性预热 / 线性衰减、梯度裁剪 1.0、进度条）。
 
     eval_fn()：每 eval_every 步调用一次（以及最后一步），返回一个数（例如留出集的平均损失）。
+    num_threads：训练期间 torch 用的线程数（结束后恢复；None 表示不改）。
     返回 {"loss": 每步训练损失, "eval_steps": [...], "eval": [...], "seconds": 训练用时}。
     """
     from .train import fit, warmup_linear_lr
@@ -250,7 +252,7 @@ def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, bloc
 
     rec = fit(model, loss_at, steps=steps, lr_at=lambda s: warmup_linear_lr(s, peak_lr, warmup_steps, steps),
               betas=(0.9, 0.95), weight_decay=weight_decay, eval_fn=eval_fn, eval_every=eval_every,
-              progress=progress, desc=desc)
+              progress=progress, desc=desc, num_threads=num_threads)
     model.eval()
     return {"loss": rec.losses, "eval_steps": rec.eval_steps, "eval": rec.evals, "seconds": rec.seconds}
 
