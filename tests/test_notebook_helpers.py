@@ -47,3 +47,29 @@ def test_package_listing_keeps_the_attention_formula():
 def test_ok_prints_one_check_line(capsys):
     ok("草稿 = 包")
     assert capsys.readouterr().out == "✓ 核对通过：草稿 = 包\n"
+
+
+def test_say_shows_angle_brackets_as_text_not_tags(monkeypatch):
+    from IPython import display as ipd
+
+    shown = []
+    monkeypatch.setattr(ipd, "display", lambda obj: shown.append(obj.data))
+    from tfcourse.notebook import say
+
+    say("哨兵 <X> 换掉「很好」，<Y> 换掉 A&B；`<pad>` 与 $a < b$ 不动")
+    html = shown[0]
+    assert "<X>" not in html and "&lt;X&gt;" in html and "&lt;Y&gt;" in html
+    assert "A&amp;B" in html
+    assert "`<pad>`" in html and "$a < b$" in html       # 代码片段与公式原样保留
+
+
+def test_escaped_sentence_renders_the_brackets_in_myst():
+    """myst 的 Markdown 解析器把实体还原成字面的 < >，而不是标签。"""
+    from markdown_it import MarkdownIt
+
+    from tfcourse.notebook import escape_html
+
+    html = MarkdownIt("commonmark").render(escape_html("解码器输入 <bos> <X> 很 好"))
+    assert "&lt;bos&gt; &lt;X&gt;" in html and "<bos>" not in html
+    raw = MarkdownIt("commonmark").render("解码器输入 <bos> <X> 很 好")
+    assert "&lt;bos&gt;" not in raw                     # 不转义时，它们被当成了 HTML 标签

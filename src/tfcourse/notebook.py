@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 
-__all__ = ["teaching_source", "show_source", "ok", "say"]
+__all__ = ["teaching_source", "show_source", "ok", "say", "escape_html"]
 
 ELIDED = "# （输入校验，略）"
 
@@ -106,8 +107,29 @@ def ok(what: str) -> None:
     print(f"✓ 核对通过：{what}")
 
 
+# 代码片段（`…`）与公式（$…$、$$…$$）原样保留；其余部分里的 & < > 转成 HTML 实体
+_VERBATIM = re.compile(r"(`+)(?:.|\n)*?\1|\$\$(?:.|\n)*?\$\$|\$[^$\n]+\$")
+
+
+def escape_html(text: str) -> str:
+    """把 Markdown 文本里代码片段与公式之外的 &、<、> 转成实体：生成的句子里的 <X>、<unk>
+    是要显示的文字，不能被浏览器当成 HTML 标签吞掉。"""
+    def esc(part: str) -> str:
+        return part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    out, last = [], 0
+    for m in _VERBATIM.finditer(text):
+        out += [esc(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(esc(text[last:]))
+    return "".join(out)
+
+
 def say(text: str) -> None:
-    """把代码生成的句子显示成正文（MyST Markdown，$…$ 会渲染成公式）。"""
+    """把代码生成的句子显示成正文（MyST Markdown，$…$ 会渲染成公式）。
+
+    句子里的 &、<、> 按字面显示（`…` 与 $…$ 里的不动）：say("哨兵 <X>") 在网页上就是「哨兵 <X>」。
+    """
     from IPython.display import Markdown, display
 
-    display(Markdown(text))
+    display(Markdown(escape_html(text)))

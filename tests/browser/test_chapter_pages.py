@@ -30,14 +30,21 @@ def chapter(request, browser, site_url):
     ctx.close()
 
 
-def test_every_chapter_reports_its_run_time_within_budget(chapter):
+# 页面不向读者转述失败的测量，也不把结果推给机器：这些说法一出现在正文里就是缺陷
+MACHINE_EXCUSES = ("超出了预算", "机器负载", "反馈给我们", "抢 CPU", "换一台空闲的机器", "负载很重的机器",
+                   "忙碌的机器", "这次测量没法")
+
+
+def test_every_chapter_reports_its_run_time_and_blames_no_machine(chapter):
     path, page, outside, errors = chapter
     n = int(re.search(r"/ch(\d+)-", path).group(1))
     text = page.locator("article").inner_text()
-    m = re.search(rf"第 {n} 章运行时间：([\d.]+) 秒（预算 (\d+) 秒", text)
+    m = re.search(rf"第 {n} 章运行时间：([\d.]+) 秒（本章的设计预算：两个 CPU 核上 (\d+) 秒）", text)
     assert m, f"第 {n} 章页面末尾应打印运行时间"
     assert int(m.group(2)) in (60, 180), "预算只有两档：一般的章 60 秒，训练模型的章 180 秒"
-    assert float(m.group(1)) < float(m.group(2))
+    # 是否在预算之内由 make bench 报告，不在这里按墙上时间断言（机器之间快慢差一半以上）
+    found = [w for w in MACHINE_EXCUSES if w in text]
+    assert found == [], f"第 {n} 章的正文把结果推给了机器：{found}"
     assert outside == [] and errors == [], (outside, errors)
 
 
