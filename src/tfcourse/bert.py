@@ -23,7 +23,13 @@ from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
 __all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
-           "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX"]
+           "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
+           "BERT_BASE_PRETRAIN_TOKENS"]
+
+# BERT 论文的预训练读了多少 token（Devlin et al. 2019，附录 A.2）：每批 256 条、共 1,000,000 步，
+# 九成的步用长 128 的序列、其余一成用长 512 的：256 × (0.9·128 + 0.1·512) × 10⁶ ≈ 4.26 × 10¹⁰。
+# 第 12、14 章拿课程的 bert-zh 与它比时都用这个数（同一种数法）。
+BERT_BASE_PRETRAIN_TOKENS = int(256 * (0.9 * 128 + 0.1 * 512) * 1_000_000)
 
 IGNORE_INDEX = -100          # 标签里 −100 表示"这个位置不计损失"（与 torch 的 cross_entropy 默认值一致）
 INIT_STD = 0.02              # BERT 的初始化：权重取 N(0, 0.02²)，偏置取 0
