@@ -20,7 +20,7 @@ import pytest
 
 from tfcourse.instructor import InstructorError, cli
 from tfcourse.instructor.assign import assign
-from tfcourse.instructor.chapters import cell_source, chapters_with_exercises, load_chapter
+from tfcourse.instructor.chapters import cell_source, chapters_with_exercises, load_chapter, solved_notebook
 from tfcourse.instructor.grade import grade_class, summary
 from tfcourse.instructor.sandbox import detect
 
@@ -60,17 +60,21 @@ def _write(path: pathlib.Path, nb: dict) -> None:
 @pytest.mark.parametrize("key", chapters_with_exercises())
 def test_answer_key_scores_full_marks_and_untouched_notebook_zero(key, tmp_path):
     ch = assign(key, tmp_path / "dist", ROOT / "book")
+    # grade_class 评全班之前，先在同一个沙箱里评 solved_notebook(ch)（不是满分就抛出 InstructorError）；
+    # assign 写出的答案卷就是它，所以这一步已经把发给教师的答案卷评了一遍（不是满分就不写任何文件，见
+    # test_nothing_is_written_when_the_answer_key_fails_in_the_sandbox），不必再当作一份提交评第二遍。
+    solved = json.loads((tmp_path / "dist" / "solved" / ch.filename).read_text(encoding="utf-8"))
+    assert solved == json.loads(json.dumps(solved_notebook(ch), ensure_ascii=False))
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "key.ipynb").write_bytes((tmp_path / "dist" / "solved" / ch.filename).read_bytes())
     (subs / "blank.ipynb").write_bytes((tmp_path / "dist" / "student" / ch.filename).read_bytes())
     result = grade_class(key, subs, tmp_path / "grades", seed=f"secret-{key}", jobs=2, timeout=TIMEOUT,
                          book=ROOT / "book", unsafe_no_sandbox=UNSAFE)
     rows = _rows(tmp_path / "grades")
-    n = len(ch.exercises)
-    assert rows["key"]["score"] == rows["key"]["max_score"] == str(n), rows["key"]
+    assert result.key_seconds > 0 and "评了答案卷：满分" in summary(result)
     assert rows["blank"]["score"] == "0" and rows["blank"]["note"] == "未作答", rows["blank"]
-    assert summary(result).splitlines()[-1] == "1 passed, 1 failed"
+    assert rows["blank"]["max_score"] == str(len(ch.exercises))
+    assert summary(result).splitlines()[-1] == "0 passed, 1 failed"
 
 
 class _Listener:

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, chapter_page, chapter_pages
+from conftest import ROOT, chapter_page
 
 from tfcourse import attention
 from tfcourse.widgets import AttentionHeatmap, AttentionPlayground
