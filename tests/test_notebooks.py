@@ -70,6 +70,8 @@ def test_chapter_has_the_house_structure(chapter):
         assert "核对常见说法" in md, "第 1 章要有「核对常见说法」框"
     code = [c for c in cells if c["cell_type"] == "code" and nbtool.COLAB_TAG not in c["metadata"].get("tags", [])]
     assert re.search(rf"start_chapter\({n}\b", _src(code[0])), "第一个代码单元应调用 start_chapter"
+    budget = re.search(r"budget_s\s*=\s*(\d+)", _src(code[0]))
+    assert budget is None or int(budget.group(1)) in (60, 180), "预算只有两档：一般的章 60 秒，训练模型的章 180 秒"
     assert "clock.report()" in _src(code[-1]), "最后一个代码单元应打印本章运行时间"
 
 

@@ -509,7 +509,7 @@ class ReviewClassifier:
 # ---------------------------------------------------------------------------
 
 def load_bert_zh() -> tuple[BertModel, CharVocab]:
-    """预训练好的中文 BERT（检查点 "bert-zh"，第 14 章用第 12 章的掩码语言模型配方训练）→ (BertModel, 字表)。"""
+    """预训练好的中文 BERT（检查点 "bert-zh"：第 12 章的掩码语言模型配方，由 make checkpoints 训练得更久；第 12 章第 6 节介绍）→ (BertModel, 字表)。"""
     from . import checkpoints
 
     state, meta = checkpoints.load("bert-zh")

@@ -38,8 +38,7 @@ class ChapterClock:
 
         只报告，不下判断：同一章在不同的机器上快慢可以差一半以上。各章是否在预算之内，
         由 make bench 在空闲的机器上一章一章地量（tools/bench.py）。"""
-        return (f"第 {self.chapter} 章运行时间：{self.elapsed():.1f} 秒"
-                f"（本章的设计预算：两个 CPU 核上 {self.budget_s:.0f} 秒）。")
+        return f"第 {self.chapter} 章运行时间：{self.elapsed():.1f} 秒。"
 
 
 STRICT_FONTS_ENV = "TFCOURSE_STRICT_FONTS"

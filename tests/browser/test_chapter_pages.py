@@ -39,10 +39,8 @@ def test_every_chapter_reports_its_run_time_and_blames_no_machine(chapter):
     path, page, outside, errors = chapter
     n = int(re.search(r"/ch(\d+)-", path).group(1))
     text = page.locator("article").inner_text()
-    m = re.search(rf"第 {n} 章运行时间：([\d.]+) 秒（本章的设计预算：两个 CPU 核上 (\d+) 秒）", text)
-    assert m, f"第 {n} 章页面末尾应打印运行时间"
-    assert int(m.group(2)) in (60, 180), "预算只有两档：一般的章 60 秒，训练模型的章 180 秒"
-    # 是否在预算之内由 make bench 报告，不在这里按墙上时间断言（机器之间快慢差一半以上）
+    assert re.search(rf"第 {n} 章运行时间：[\d.]+ 秒。", text), f"第 {n} 章页面末尾应打印运行时间"
+    # 是否在预算之内由 make bench 报告，不在这里按墙上时间断言（机器之间快慢差一倍）
     found = [w for w in MACHINE_EXCUSES if w in text]
     assert found == [], f"第 {n} 章的正文把结果推给了机器：{found}"
     assert outside == [] and errors == [], (outside, errors)
