@@ -78,10 +78,12 @@ numerics: $(STAMP)
 # 两个 xdist 进程同时各执行一章（--dist loadscope：一个笔记本的全部单元在同一个进程、同一个内核里）；
 # 重的章排在前面（--no-loadscope-reorder 按这里的顺序派发），两个进程差不多同时做完。
 # 两章同时执行时每章只分到约一个核，章末打印的时间偏大：各章是否在预算之内由 make bench 量（一章接一章）。
+# OMP_WAIT_POLICY=PASSIVE：两个内核的 OpenMP 线程加起来多于核数时，空等的线程让出 CPU 而不是原地空转
+# （不设时，两章同时训练会慢上好几倍）；一章独占机器时不设它，那样更快。
 NB_ALL   := $(sort $(wildcard book/p*/ch*.ipynb))
 NB_FIRST := $(foreach c,15 13 10 14 12 04 01 16,$(wildcard book/p*/ch$(c)-*.ipynb))
 NB_ORDER := $(NB_FIRST) $(filter-out $(NB_FIRST),$(NB_ALL))
-NBVAL := PYTHONPATH=tools $(BIN)/pytest -q -p nbval_cache --nbval-lax --nb-cache $(JCACHE) \
+NBVAL := OMP_WAIT_POLICY=PASSIVE PYTHONPATH=tools $(BIN)/pytest -q -p nbval_cache --nbval-lax --nb-cache $(JCACHE) \
          -n $(JOBS) --dist loadscope --no-loadscope-reorder
 FRESH := rm -rf _build/.doctrees
 

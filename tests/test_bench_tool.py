@@ -38,3 +38,9 @@ def test_chapters_above_two_thirds_of_their_budget_are_flagged():
     assert any("没有找到运行时间" in ln for ln in lines if ln.startswith("ch03"))
     assert "2 章超过预算的 2/3" in lines[-1]
     assert "每章都在预算的 2/3 以内" in bench.table(rows[1:2], "测试")
+
+
+def test_times_measured_two_at_a_time_are_not_flagged():
+    rows = [dict(chapter=13, budget=180, seconds=135.0)]
+    text = bench.table(rows, "两章同时执行", flag=False)
+    assert "⚠" not in text and "超过预算" not in text and "ch13" in text

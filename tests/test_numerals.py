@@ -1,4 +1,5 @@
-"""第 10 章的数字读法任务：读法与参考实现 cn2an 逐字一致；词表、编码、批处理；不重叠的训练/测试划分。"""
+"""第 10 章的数字读法任务：读法按课本的读零规则（与 cn2an 只差文档写明的一处"零"）；词表、编码、批处理；
+不重叠的训练/测试划分。"""
 import collections
 import dataclasses
 import random
@@ -18,39 +19,132 @@ HAND_CHECKED = {
     0: "零", 15: "十五", 110: "一百一十", 1001: "一千零一", 1010: "一千零一十", 2000: "二千",
     10010: "一万零一十", 10086: "一万零八十六", 100000: "十万", 205000: "二十万五千",
     1000001: "一百万零一", 10000100: "一千万零一百", 10001000: "一千万一千", 20000002: "二千万零二",
-    100000010: "一亿零一十", 100001000: "一亿一千", 100010000: "一亿零一万", 200000000: "二亿",
-    10**9: "十亿", 1010101010: "十亿一千零一十万一千零一十", 10**12: "一万亿", 10**13: "十万亿",
-    1000100000000: "一万零一亿", 1000000010000: "一万亿零一万", 10**15: "一千万亿",
+    100000010: "一亿零一十", 100001000: "一亿零一千", 100010000: "一亿零一万", 200000000: "二亿",
+    10**9: "十亿", 1010101010: "十亿一千零一十万一千零一十", 56900002203: "五百六十九亿零二千二百零三",
+    100000001000: "一千亿零一千", 10**12: "一万亿", 10**13: "十万亿",
+    1000100000000: "一万零一亿", 1000000010000: "一万亿零一万", 1000010000000: "一万亿零一千万",
+    1000000001000: "一万亿零一千", 10**15: "一千万亿",
     10**16 - 1: "九千九百九十九万九千九百九十九亿九千九百九十九万九千九百九十九",
 }
+
+
+def _levels(n):
+    """从高到低的各级（每级 4 位数字的字符串），最高一级不补 0。"""
+    s = str(n)
+    head = len(s) % 4 or 4
+    return [s[:head]] + [s[i:i + 4] for i in range(head, len(s), 4)]
+
+
+def _zero_level_then_qian(n):
+    """课本读"零"而 cn2an 不读的情形：两个非零的级之间隔着整级的 0，后一级的千位不是 0。"""
+    nonzero = [k for k, level in enumerate(_levels(n)) if int(level)]
+    levels = _levels(n)
+    return any(b - a >= 2 and levels[b][0] != "0" for a, b in zip(nonzero, nonzero[1:]))
+
+
+def _textbook_by_levels(n):
+    """另一种写法的课本读法（测试用的参照）：一级一级地读，再在级与级之间按规则补"零"。"""
+    if n == 0:
+        return "零"
+    levels = _levels(n)
+    top = len(levels) - 1                                   # 最高一级的级号：0 个级，1 万级，2 亿级，3 万亿级
+    units = {0: "", 1: "万", 2: "亿", 3: "万"}
+    parts, last = [], None                                  # last：上一个非零的级的级号
+    for k, level in enumerate(levels):
+        g = top - k
+        if not int(level):
+            continue
+        digits = level.lstrip("0") if k == 0 else level
+        text, gap = "", k > 0 and level[0] == "0"           # 级内打头的 0（不是第一级）要读零
+        for j, c in enumerate(digits):
+            place = len(digits) - 1 - j
+            if c == "0":
+                gap = gap or bool(text)
+                continue
+            if gap:
+                text += "零"
+                gap = False
+            ten = c == "1" and place == 1 and k == 0 and j == 0
+            text += ("" if ten else "零一二三四五六七八九"[int(c)]) + ("", "十", "百", "千")[place]
+        if last is not None and last - g >= 2 and not text.startswith("零"):
+            text = "零" + text                               # 中间隔着整级的 0
+        unit = units[g] + ("亿" if g == 3 and not int(levels[k + 1]) else "")   # 亿级全 0 时万亿级带"万亿"
+        parts.append(text + unit)
+        last = g
+    return "".join(parts)
+
+
+def _cn2an_textbook(n):
+    """cn2an 的读法补上文档写明的那个"零"（读法里最多一个"亿"，零就补在它后面）。"""
+    reading = cn2an.an2cn(n)
+    return reading.replace("亿", "亿零") if _zero_level_then_qian(n) else reading
+
+
+def _random_numbers(k, seed):
+    rng = random.Random(seed)
+    uniform = [rng.randrange(10 ** (d - 1), 10 ** d) for d in (rng.randint(1, 16) for _ in range(k))]
+    zero_heavy = sample_numbers(k, max_digits=16, zero_prob=0.6, generator=torch.Generator().manual_seed(seed))
+    assert max(uniform) >= 10**15 and max(zero_heavy) >= 10**15    # 真的抽到了 16 位数
+    return uniform + zero_heavy
 
 
 @pytest.mark.parametrize("n, expected", sorted(HAND_CHECKED.items()))
 def test_hand_checked_readings(n, expected):
     assert to_chinese_reading(n) == expected
-    assert cn2an.an2cn(n) == expected                       # 参考实现也这样读
+    assert _cn2an_textbook(n) == expected                   # 参考实现补上那个"零"也这样读
+    assert _textbook_by_levels(n) == expected
+
+
+def test_cn2an_differs_exactly_by_the_documented_zero():
+    assert cn2an.an2cn(56900002203) == "五百六十九亿二千二百零三"      # cn2an 不读整级 0 后的"零"
+    assert cn2an.an2cn(100001000) == "一亿一千"
+    assert [n for n in HAND_CHECKED if _zero_level_then_qian(n)] == [
+        100001000, 56900002203, 100000001000, 1000010000000, 1000000001000]
+    for n in _random_numbers(5_000, seed=3):
+        ours, ref = to_chinese_reading(n), cn2an.an2cn(n)
+        assert ours.replace("零", "") == ref.replace("零", ""), n            # 除"零"之外逐字相同
+        assert (ours != ref) == _zero_level_then_qian(n), (n, ours, ref)   # 只在那一种情形不同
 
 
 def test_matches_cn2an_for_every_number_below_100000():
     mismatches = [n for n in range(100_000) if to_chinese_reading(n) != cn2an.an2cn(n)]
+    assert mismatches == []                                 # 五位以内没有整级的 0，与 cn2an 完全一致
+
+
+def test_matches_cn2an_with_the_textbook_zero_on_random_numbers_up_to_1e16():
+    numbers = _random_numbers(20_000, seed=0)
+    assert sum(map(_zero_level_then_qian, numbers)) > 500   # 有分歧的情形抽到了足够多
+    mismatches = [n for n in numbers if to_chinese_reading(n) != _cn2an_textbook(n)]
     assert mismatches == []
 
 
-def test_matches_cn2an_on_random_numbers_up_to_1e16():
-    rng = random.Random(0)
-    uniform = [rng.randrange(10 ** (d - 1), 10 ** d) for d in (rng.randint(1, 16) for _ in range(20_000))]
-    zero_heavy = sample_numbers(20_000, max_digits=16, zero_prob=0.6, generator=torch.Generator().manual_seed(0))
-    assert max(uniform) >= 10**15 and max(zero_heavy) >= 10**15    # 真的抽到了 16 位数
-    mismatches = [n for n in uniform + zero_heavy if to_chinese_reading(n) != cn2an.an2cn(n)]
-    assert mismatches == []
+def test_textbook_zero_rule_property():
+    """课本规则的性质：与逐级读的另一种写法一致；零不连读、不在末尾；每段连续的 0 至多读一个零，
+    级末尾的 0 之外只要有 0 就读。"""
+    numbers = list(range(0, 100_000, 7)) + _random_numbers(5_000, seed=1)
+    for n in numbers:
+        r = to_chinese_reading(n)
+        assert r == _textbook_by_levels(n), n
+        if n == 0:
+            continue
+        assert "零零" not in r and not r.endswith("零") and not r.startswith("零"), (n, r)
+        s = str(n)
+        runs = 0                                           # 该读零的 0 段：两个非零数字之间、含非"级末尾"的 0
+        nonzero = [len(s) - 1 - i for i, c in enumerate(s) if c != "0"]   # 非零数字的位次，从高到低
+        for q, p in zip(nonzero, nonzero[1:]):
+            between = range(p + 1, q)                      # 中间那些 0 的位次
+            # 全是前一个数字那一级末尾的 0（后一个数字在下一级）：不读
+            level_tail = p // 4 != q // 4 and all(z // 4 == q // 4 for z in between)
+            runs += bool(between) and not level_tail
+        assert r.count("零") == runs, (n, r)
 
 
 def test_matches_cn2an_on_tricky_numbers():
     tricky = tricky_numbers()
     assert len(set(tricky)) == len(tricky)
     assert {10, 11, 19, 100, 1000, 10000, 100000000, 1001, 10086, 100010000, 1000001,
-            20000002, 100000010} <= set(tricky)
-    assert [to_chinese_reading(n) for n in tricky] == [cn2an.an2cn(n) for n in tricky]
+            20000002, 100000010, 100001000, 56900002203} <= set(tricky)
+    assert [to_chinese_reading(n) for n in tricky] == [_cn2an_textbook(n) for n in tricky]
 
 
 def test_numpy_integers_are_accepted():

@@ -322,3 +322,27 @@ def test_heatmap_with_tokens_per_map():
         AttentionHeatmap([a], [list("好不错"), ["a", "b"]])
     plain = AttentionHeatmap(a, list("好不错"))       # 原来的用法不变
     assert plain.map_q_tokens == [] and plain.current_tokens()[0] == list("好不错")
+
+
+def test_heatmap_with_tokens_and_mask_per_map():
+    # 第 11 章：三种预训练范式各有自己的输入 token 和掩码，轴上标的是 token 而不是 1…T
+    full = np.ones((3, 3), dtype=bool)
+    causal = np.tril(full)
+    weights = [full / 3, causal / causal.sum(-1, keepdims=True)]
+    tokens = [["[MASK]", "好", "吃"], ["<bos>", "好", "吃"]]
+    h = AttentionHeatmap(weights, tokens, labels=["双向", "因果"], mask=[full, causal])
+    assert h.map_q_tokens == tokens and h.current_tokens() == (tokens[0], tokens[0])
+    assert h.mask == [full.tolist(), causal.tolist()]
+    assert not h.is_masked(0, 2)
+    h.map_index = 1
+    assert h.is_masked(0, 2) and not h.is_masked(2, 0)
+    assert h.current_tokens()[1] == ["<bos>", "好", "吃"]
+    # 每张图的掩码可以广播：一行 (1, S) 表示每个查询都一样
+    row = AttentionHeatmap([full / 3], [tokens[0]], mask=[np.array([[True, True, False]])])
+    assert row.mask == [[[True, True, False]] * 3]
+    with pytest.raises(ValueError, match="mask 应是 2 个布尔数组"):
+        AttentionHeatmap(weights, tokens, mask=[full])
+    with pytest.raises(ValueError, match="第 2 张图的 mask 形状"):
+        AttentionHeatmap(weights, tokens, mask=[full, np.ones((2, 2), dtype=bool)])
+    with pytest.raises(ValueError, match="布尔数组"):
+        AttentionHeatmap(weights, tokens, mask=[full, causal.astype(int)])

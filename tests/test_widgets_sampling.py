@@ -84,3 +84,26 @@ def test_suppressed_token_is_never_drawn_or_kept(model, trace):
     assert all(top not in row for row in t2["cand_ids"])       # 打分 −∞：排在全部候选的最后，进不了前 10
     w = SamplingExplorer(t2, ITOS)
     assert all(0 <= r < k for r, k in zip(t2["drawn_rank"], [w.set(step=s).readout()["n_kept"] for s in range(12)]))
+
+
+
+def test_clean_text_masks_words_across_tokens_and_after_the_prefix(trace):
+    """clean_text：生成的文字整段过一遍（跨 token 的词也遮住），候选接在那一步的前缀后面过一遍；别的字不动。"""
+    from tfcourse.safety import mask_offensive
+
+    shown = {10: "小", 11: "日", 12: "本", 20: "好"}
+    itos = lambda i: shown.get(i, ITOS[i])                     # noqa: E731
+    cand = [row[:] for row in trace["cand_ids"]]
+    cand[0][0] = cand[2][0] = 12                               # 第 1 步、第 3 步的头号候选都是「本」
+    fake = dict(trace, ids=[1, 2, 3, 10, 11, 12] + [20] * 9, cand_ids=cand)   # 生成的前三个字是一个词
+    raw = SamplingExplorer(fake, itos)
+    assert "".join(raw.tokens[3:6]) == "小日本"                 # 不给 clean_text：原样显示
+    w = SamplingExplorer(fake, itos, clean_text=mask_offensive)
+    assert w.tokens[3:6] == ["＊"] * 3                          # 跨三个 token 的词整个遮住
+    assert w.tokens[:3] == raw.tokens[:3] and w.tokens[6:] == ["好"] * 9
+    assert w.cand_tokens[0][0] == "本"                         # 第 1 步的前缀里没有「小日」：不遮
+    assert w.cand_tokens[2][0] == "＊"                         # 第 3 步的前缀以「小日」结尾：接上「本」成词，遮住
+    assert w.cand_tokens[1] == raw.cand_tokens[1]
+    assert w.readout()["prefix"] == "".join(raw.tokens[:3])
+    with pytest.raises(ValueError, match="等长"):
+        SamplingExplorer(fake, itos, clean_text=lambda text: text[:-1])

@@ -447,7 +447,9 @@ def _constructor_view(cls, call, env) -> dict:
         a = _call_args(call, ["data"], {"selected": None, "module": ""}, env)
         return {"selected": a["selected"] if a["selected"] is not None else UNKNOWN, "module": a["module"]}
     if cls == "SampleBoard":
-        return {"index": _call_args(call, ["samples", "probs"], {"index": 0}, env)["index"]}
+        # 不给 index 时打开在第一条每格都干净的样本上（由样本决定，静态求不出；笔记本的核对单元检查它）
+        index = _call_args(call, ["samples", "probs"], {"index": None}, env)["index"]
+        return {"index": UNKNOWN if index is None else index}
     raise AssertionError(cls)
 
 

@@ -37,7 +37,8 @@ class AttentionHeatmap(CourseWidget):
     weights：(T, S) 一张图；(M, T, S) 多张图（如多个头），用 labels 命名并在下拉框里切换；
     (L, H, T, S) 会按"第 l 层 · 第 h 头"展开成 L×H 张。行对应 q_tokens，列对应 k_tokens。
     每张图的词不同（例如几条长短不一的评论各一张图，第 14 章）：weights 给 M 个二维数组的列表，
-    q_tokens（和可选的 k_tokens）给 M 个词列表，每张图一个。
+    q_tokens（和可选的 k_tokens）给 M 个词列表，每张图一个；这时 mask 也给 M 个布尔数组，
+    第 m 个的形状能广播到第 m 张图（第 11 章：三种预训练范式各有自己的输入和掩码）。
     点击格子（或行首的词）会记录选择：Python 里用 .selected 与 .selected_weight 读取。
     mask（可选）：布尔数组，True 表示"可以看"，形状能广播到每张图 (T, S) 或全部 (M, T, S)；
     被屏蔽的格子画成"×"（第 3 章的掩码视图）。
@@ -114,9 +115,8 @@ class AttentionHeatmap(CourseWidget):
             self.select(*selected)
 
     def _init_per_map(self, weights, q_tokens, k_tokens, *, labels, mask, **kwargs):
-        """每张图各有自己的词（和大小）：weights 是 M 个 (T_m, S_m) 数组，q_tokens / k_tokens 是 M 个词列表。"""
-        if mask is not None:
-            raise ValueError("每张图各有自己的词时不支持 mask：请把被屏蔽的位置直接去掉。")
+        """每张图各有自己的词（和大小）：weights 是 M 个 (T_m, S_m) 数组，q_tokens / k_tokens 是 M 个词列表；
+        mask（可选）是 M 个布尔数组，第 m 个能广播到 (T_m, S_m)。"""
         q_lists = [[str(s) for s in toks] for toks in q_tokens]
         k_lists = q_lists if k_tokens is None else [[str(s) for s in toks] for toks in k_tokens]
         if isinstance(weights, np.ndarray) or hasattr(weights, "detach"):
@@ -134,7 +134,17 @@ class AttentionHeatmap(CourseWidget):
         labels = [f"图 {i + 1}" for i in range(M)] if labels is None else [str(s) for s in labels]
         if len(labels) != M:
             raise ValueError(f"labels 应有 {M} 个（每张图一个），实际有 {len(labels)} 个。")
-        super().__init__(weights=[np.round(w, 6).tolist() for w in maps], q_tokens=[], k_tokens=[],
+        mask_list = []
+        if mask is not None:
+            masks = [_to_numpy_bool(m) for m in mask]
+            if len(masks) != M:
+                raise ValueError(f"每张图各有自己的词时，mask 应是 {M} 个布尔数组（每张图一个），实际有 {len(masks)} 个。")
+            for i, (m, w) in enumerate(zip(masks, maps)):
+                try:
+                    mask_list.append(np.broadcast_to(m, w.shape).tolist())   # (T_m, S_m)
+                except ValueError:
+                    raise ValueError(f"第 {i + 1} 张图的 mask 形状 {m.shape} 无法广播到它的权重形状 {w.shape}。") from None
+        super().__init__(weights=[np.round(w, 6).tolist() for w in maps], q_tokens=[], k_tokens=[], mask=mask_list,
                          map_q_tokens=q_lists, map_k_tokens=k_lists, labels=labels, **kwargs)
 
     def current_tokens(self) -> tuple[list[str], list[str]]:

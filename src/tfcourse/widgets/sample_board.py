@@ -2,12 +2,15 @@
 
 一切都在 Python 里算好：每个模型、每个控制 token 的 n 条样本，每位评委给每条样本的 P(好评) 与判决，
 以及每格的控制成功率。前端只查表显示（拖动"第几条"），所以静态网页上也能用。
+看板存下的文本都过一遍 `tfcourse.safety.mask_offensive`（侮辱性的词换成 ＊）；P(好评) 由调用方在模型
+真正写出的文本上算好传进来，遮挡只影响显示。
 """
 from __future__ import annotations
 
 import numpy as np
 import traitlets as t
 
+from ..safety import is_clean, mask_offensive
 from ._base import CourseWidget, clamp, esm
 
 __all__ = ["SampleBoard"]
@@ -17,7 +20,8 @@ class SampleBoard(CourseWidget):
     """samples[m][c]：第 m 个模型、第 c 个控制 token 生成的 n 条文本（每格条数相同）；
     probs[j][m][c][i]：第 j 位评委给这条文本的 P(好评)，≥ 0.5 判为好评。
     models、controls、judges：行、列、评委的名字；wanted[c]：第 c 个控制 token 要求的标签（1 好评 / 0 差评）。
-    初始视图：第 index 条（0 起）。"""
+    初始视图：第 index 条（0 起）；index=None 时打开在每一格都没有侮辱性词语的第一条（`first_clean_index`）。
+    文本显示前过一遍 mask_offensive。"""
 
     _esm = esm("sample_board.js")
 
@@ -32,7 +36,7 @@ class SampleBoard(CourseWidget):
     index = t.Int(0).tag(sync=True)
 
     def __init__(self, samples, probs, *, models, controls=("好评", "差评"), judges, wanted=(1, 0),
-                 index: int = 0, **kwargs):
+                 index: int | None = None, **kwargs):
         models, controls, judges, wanted = list(models), list(controls), list(judges), [int(w) for w in wanted]
         M, C, J = len(models), len(controls), len(judges)
         if not M or not C or not J or len(wanted) != C or any(w not in (0, 1) for w in wanted):
@@ -52,10 +56,20 @@ class SampleBoard(CourseWidget):
         p = np.moveaxis(p, 0, -1)                                           # (M, C, n, J)
         verdict = (p >= 0.5).astype(int)
         hit = verdict == np.asarray(wanted)[None, :, None, None]
-        super().__init__(models=models, controls=controls, judges=judges, wanted=wanted, texts=texts,
+        if index is None:
+            index = self.first_clean_index(texts)
+            index = 0 if index is None else index
+        shown = [[[mask_offensive(x) for x in cell] for cell in row] for row in texts]
+        super().__init__(models=models, controls=controls, judges=judges, wanted=wanted, texts=shown,
                          probs=np.round(p, 3).tolist(), verdicts=verdict.tolist(),
                          success=np.round(hit.mean(axis=2), 4).tolist(), **kwargs)
         self.index = index
+
+    @staticmethod
+    def first_clean_index(samples) -> int | None:
+        """samples[m][c][i]：第一个让每一格的第 i 条都 is_clean 的 i；没有这样的 i 时返回 None。"""
+        n = min(len(cell) for row in samples for cell in row)
+        return next((i for i in range(n) if all(is_clean(str(cell[i])) for row in samples for cell in row)), None)
 
     @property
     def n_samples(self) -> int:

@@ -85,10 +85,26 @@ def trace_generation(model, prompt_ids, max_new_tokens: int, *, temperature: flo
     }
 
 
+def _clean_tokens(tokens: list[str], clean_text) -> list[str]:
+    """把 tokens 接成一整段交给 clean_text，再按原来的长度切回一个个 token。"""
+    text = "".join(tokens)
+    cleaned = clean_text(text)
+    if not isinstance(cleaned, str) or len(cleaned) != len(text):
+        raise ValueError("clean_text 应返回与输入等长的字符串（例如把词换成同样多个 ＊），"
+                         f"输入 {len(text)} 个字符，返回的是 {cleaned!r:.40}。")
+    out, start = [], 0
+    for tok in tokens:
+        out.append(cleaned[start:start + len(tok)])
+        start += len(tok)
+    return out
+
+
 class SamplingExplorer(CourseWidget):
     """采样规则探索器。trace 来自 `trace_generation`；itos：id → 显示用的字符串（list 或函数）。
 
     初始视图：第 step 步，温度、top-k、top-p 为生成时用的设置（网格里最接近的值）。
+    clean_text（可选）：显示之前作用在文字上、不改变长度的函数（如 `tfcourse.safety.mask_offensive`）：
+    提示 + 生成的文字整段过一遍（跨 token 的词也遮得住），每个候选接在它那一步的前缀后面过一遍。
     """
 
     _esm = esm("sampling_explorer.js")
@@ -109,17 +125,25 @@ class SamplingExplorer(CourseWidget):
     k_index = t.Int(0).tag(sync=True)
     p_index = t.Int(0).tag(sync=True)
 
-    def __init__(self, trace: dict, itos, *, step: int = 0, **kwargs):
+    def __init__(self, trace: dict, itos, *, step: int = 0, clean_text=None, **kwargs):
         needed = {"ids", "n_prompt", "cand_ids", "probs", "kept", "kept_mass", "drawn_rank",
                   "temperatures", "top_ks", "top_ps", "generation"}
         if not isinstance(trace, dict) or not needed <= set(trace):
             raise ValueError(f"trace 应为 trace_generation() 返回的字典（含 {sorted(needed)}）。")
         show = itos if callable(itos) else (lambda i: itos[i])
+        tokens = [show(i) for i in trace["ids"]]
+        cand_tokens = [[show(i) for i in row] for row in trace["cand_ids"]]
+        if clean_text is not None:
+            n_prompt = int(trace["n_prompt"])
+            # 候选接在这一步的前缀后面再过一遍：与前缀连成一个词的候选也遮得住
+            cand_tokens = [[_clean_tokens(tokens[:n_prompt + s] + [c], clean_text)[-1] for c in row]
+                           for s, row in enumerate(cand_tokens)]
+            tokens = _clean_tokens(tokens, clean_text)
         r5 = lambda a: np.round(np.asarray(a, dtype=float), 5).tolist()   # noqa: E731
         g = trace["generation"]
         super().__init__(
-            tokens=[show(i) for i in trace["ids"]], n_prompt=int(trace["n_prompt"]),
-            cand_tokens=[[show(i) for i in row] for row in trace["cand_ids"]],
+            tokens=tokens, n_prompt=int(trace["n_prompt"]),
+            cand_tokens=cand_tokens,
             probs=r5(trace["probs"]), kept=np.asarray(trace["kept"], dtype=int).tolist(),
             kept_mass=r5(trace["kept_mass"]), drawn_rank=list(trace["drawn_rank"]),
             temperatures=list(trace["temperatures"]), top_ks=list(trace["top_ks"]),

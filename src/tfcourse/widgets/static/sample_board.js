@@ -10,7 +10,7 @@ function render({ model, el }) {
   root.append(slider.row);
   const grid = h("div", { class: "tfc-board-grid", "data-testid": "board" });
   root.append(grid);
-  root.append(h("div", { class: "tfc-note", text: "每格：这一行的模型在这一列的控制 token 下写的第 i 条（同一种子）。评委给出 P(好评)，≥ 0.5 判为好评；✓ = 判成了所要求的情感，✗ = 没有。每格底部的百分比是这一格全部样本里每位评委判成所要求情感的比例（控制成功率）。□ 是字表之外的字。" }));
+  root.append(h("div", { class: "tfc-note", text: "每格：这一行的模型在这一列的控制 token 下写的第 i 条（同一种子）。评委给出 P(好评)，≥ 0.5 判为好评；✓ = 判成了所要求的情感，✗ = 没有。每格底部的百分比是这一格全部样本里每位评委判成所要求情感的比例（控制成功率）。□ 是字表之外的字；＊ 遮住的是侮辱性的词（评论语料里有，模型也学会了写）。" }));
 
   function draw() {
     const i = clamp(model.get("index"), 0, n() - 1);
