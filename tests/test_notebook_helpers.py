@@ -44,6 +44,18 @@ def test_package_listing_keeps_the_attention_formula():
     assert "softmax" in src and "raise" not in src and ELIDED in src
 
 
+def test_attention_listing_fits_the_page_code_box():
+    """第 3 章在网页上展示这份源码：每行不超过 80 列（汉字按 2 列算），行尾的注释不会被代码框截掉。"""
+    import unicodedata
+
+    def columns(line):
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+    src = teaching_source(attention.scaled_dot_product_attention)
+    wide = [line for line in src.splitlines() if columns(line) > 80]
+    assert not wide, wide
+
+
 def test_ok_prints_one_check_line(capsys):
     ok("草稿 = 包")
     assert capsys.readouterr().out == "✓ 核对通过：草稿 = 包\n"

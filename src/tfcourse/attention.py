@@ -147,25 +147,31 @@ def _check_qkv(q, k, v) -> None:
 def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
     """缩放点积注意力：softmax(q kᵀ / √D) v。第 3 章引入。
 
-    q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)，前面的批维度可以任意多（可广播）。
-    mask: 可广播到 (..., T, S) 的布尔张量，True 表示"可以看"（与 torch 的 F.scaled_dot_product_attention 相同）。
-    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，而不是 NaN
-    （本课程用的 torch 2.13 的 F.scaled_dot_product_attention 也这样做；较早的 torch 版本会给 NaN）。
+    q: (..., T, D)；k: (..., S, D)；v: (..., S, D_v)；
+    前面的批维度可以任意多（可广播）。
+    mask: 可广播到 (..., T, S) 的布尔张量，True 表示"可以看"
+    （与 torch 的 F.scaled_dot_product_attention 相同）。
+    一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，
+    而不是 NaN（本课程用的 torch 2.13 的 F.scaled_dot_product_attention
+    也这样做；较早的 torch 版本会给 NaN）。
     输入本身含 NaN 时照样传出 NaN，不会被悄悄抹掉。
     dropout: 可选的 nn.Dropout，作用在权重上（训练时）。
     返回 (输出 (..., T, D_v), 权重 (..., T, S))。
     """
     _check_qkv(q, k, v)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))   # (..., T, S)
+    # (..., T, D) @ (..., D, S) -> (..., T, S)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if mask is not None:
         _check_mask(mask, tuple(scores.shape))
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)                           # 每行对允许的键和为 1
-    if mask is not None:                                       # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0
+    weights = scores.softmax(dim=-1)             # 每行对允许的键和为 1
+    if mask is not None:
+        # 整行被屏蔽：softmax 得 0/0 = NaN，改成 0
         weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     if dropout is not None:
         weights = dropout(weights)
-    return weights @ v, weights                                # (..., T, S) @ (..., S, D_v) -> (..., T, D_v)
+    # (..., T, S) @ (..., S, D_v) -> (..., T, D_v)
+    return weights @ v, weights
 
 
 def scaling_samples(d_max: int = 1024, n_keys: int = 16, n_samples: int = 400, seed: int = 0):

@@ -64,7 +64,8 @@ def relative_rotation(k: int, d_model: int, base: float = 10000.0) -> torch.Tens
 class LearnedPositionalEmbedding(nn.Module):
     """可学习的位置向量：每个位置一个 d_model 维向量，加到词向量上；超过 max_len 的位置没有向量。
 
-    初始值取自 N(0, init_std²)：默认 0.02（BERT、GPT-2 的做法）；第 1 章的注意力阅读器用 1.0（与 nn.Embedding 相同）。
+    初始值取自 N(0, init_std²)：默认 0.02（BERT 的做法，Hugging Face 的 GPT-2 实现也用它；
+    OpenAI 原版 GPT-2 的位置表用 0.01）；第 1 章的注意力阅读器用 1.0（与 nn.Embedding 相同）。
     """
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
