@@ -111,14 +111,16 @@ def _visit_hidden_cell(self, node):
     from html import escape
     classes = " ".join(node["classes"])
     self.body.append(f'<details class="hide {classes}">\n')
-    self.body.append('<summary aria-label="显示或隐藏折叠的内容">\n')
+    # 不写 aria-label：读屏软件读出的名字就是看得见的那一行（显示代码 / 隐藏代码），
+    # 与屏幕上的字一致（WCAG 2.5.3「名字里含看得见的标签」）。
+    self.body.append('<summary>\n')
     self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
     self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
     self.body.append("</summary>\n")
 
 
 def _translate_hidden_cells(app):
-    """myst-nb 把折叠按钮的 aria-label 写死成英文 "Toggle hidden content"：换成中文的写法。"""
+    """myst-nb 把折叠按钮的 aria-label 写死成英文 "Toggle hidden content"：去掉它，按钮的名字就是它显示的中文。"""
     try:
         from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
     except ImportError:          # myst-nb 改了内部结构：保留原样，不让构建失败
