@@ -47,7 +47,8 @@ class ControlTokenEmbedding(nn.Module):
     """冻结的词向量表 + 只给几个 token（控制 token）的可训练增量：forward(ids) = base(ids) + delta[这几个 token]。
 
     增量从 0 开始（刚装上时什么都不改变），只有 len(token_ids) × d_model 个参数；
-    `peft` 的 `trainable_token_indices` 做的是同一件事。与词向量表共享权重的输出层不受影响。"""
+    `peft` 的 `trainable_token_indices` 做的是同一件事，只有一处不同：peft 连与词向量表共享权重的输出层一起改，
+    这里只改输入这一侧，共享权重的输出层不受影响。"""
 
     def __init__(self, base: nn.Embedding, token_ids):
         super().__init__()
@@ -226,8 +227,8 @@ def training_memory(model, ids: torch.Tensor, targets: torch.Tensor) -> dict:
     - optimizer：AdamW 走一步之后的状态（每个可训练参数一阶、二阶矩各一份，外加步数）；
     - activations：前向时为反向传播保存下来的张量（torch.autograd.graph.saved_tensors_hooks 数出来；
       同一块存储只算一次，参数本身不算）。
-    total 是四项之和：反向传播开始时这些张量同时存在，约等于一步训练的内存峰值
-    （不算计算过程中转瞬即逝的临时张量）。"""
+    total 是四项之和，是一步训练内存峰值的一个略偏高的估计：四项并不都在同一时刻存在（梯度在反向传播中
+    才逐个生成，保存的激活随之逐个释放），计算过程中转瞬即逝的临时张量也没算。"""
     import copy
 
     model = copy.deepcopy(model)

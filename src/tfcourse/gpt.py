@@ -79,7 +79,7 @@ class GPT(nn.Module):
         """初始化：线性层取自 N(0, 0.02²)（GPT-2 的做法），偏置为 0，LayerNorm 为 (1, 0)；
         词向量表（也是输出层）取自 N(0, 1/d_model)，让初始的 logits 标准差约为 1。
 
-        GPT-2 的词向量也用 0.02，那是对 d_model = 768 而言；小模型照搬时初始 logits 只有约 0.2，
+        GPT-2 的词向量也用 0.02，那是对 d_model = 768 而言；小模型照搬时初始 logits 的标准差只有 0.02·√d_model（d_model = 64 时 0.16），
         共享权重的输出层要花很多步才"长大"，训练明显变慢（第 13 章的小模型上实测过）。"""
         for m in self.modules():
             if isinstance(m, nn.Linear):

@@ -46,7 +46,8 @@ def _check_same(name: str, ours, theirs) -> None:
         raise ValueError(f"两边的 {name} 不一致：本课程的模块是 {ours}，torch 的模块是 {theirs}。")
 
 
-ACTIVATIONS = {"relu": torch.relu, "gelu": nn.functional.gelu}   # gelu：精确的 erf 版，BERT、GPT 用它
+# gelu：精确的 erf 版（transformers 的 BERT 用它；Google 的 BERT 代码与 GPT-2 用 tanh 近似，两者相差不到 1e-3）
+ACTIVATIONS = {"relu": torch.relu, "gelu": nn.functional.gelu}
 
 
 def _check_activation(activation) -> str:

@@ -101,7 +101,8 @@ class Transformer(nn.Module):
             self.generator.weight = self.tgt_embed.weight           # 权重绑定：同一个张量
 
     def _init_weights(self) -> None:
-        # 矩阵用 Xavier 均匀初始化（与 torch.nn.Transformer 相同）；词向量 N(0, d_model^-1/2)，乘 √d_model 后方差约为 1。
+        # 矩阵用 Xavier 均匀初始化（torch.nn.Transformer 也用它，只是把 Q、K、V 拼成一个 3C×C 的矩阵来取范围，
+        # 所以它的 Q、K、V 初值范围更窄）；词向量 N(0, d_model^-1/2)，乘 √d_model 后方差约为 1。
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)
