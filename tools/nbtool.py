@@ -38,7 +38,8 @@ def requirement_specs() -> dict[str, str]:
 
     specs = {}
     for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").split("\n"):
-        line = line.split("#")[0].strip()
+        # 平台条件（"; sys_platform == …"）不带进 Colab 的安装单元：Colab 是 Linux x86-64，条件总成立
+        line = line.split("#")[0].split(";")[0].strip()
         m = re.match(r"([A-Za-z0-9_.\-]+)\s*(.*)", line)
         if m and not line.startswith("-"):
             specs[m.group(1).lower()] = (m.group(1) + m.group(2).replace(" ", ""))

