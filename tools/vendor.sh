@@ -4,6 +4,7 @@
 # book/_extra/_static/tfcourse/widgets-static.js 渲染（不需要 require.js 与 ipywidgets 的 html-manager）。
 set -euo pipefail
 MATHJAX=3.2.2
+AXE=4.14.1          # 只给浏览器测试用（无障碍审计），不进网站：放在 tests/browser/vendor/axe-core
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 dest="$here/book/_extra/_static/vendor"
@@ -11,6 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm pack --silent "mathjax@$MATHJAX" >/dev/null
+npm pack --silent "axe-core@$AXE" >/dev/null
 for f in *.tgz; do mkdir -p "x/${f%.tgz}"; tar xzf "$f" -C "x/${f%.tgz}"; done
 
 rm -rf "$dest/mathjax"
@@ -22,6 +24,11 @@ mkdir -p "$dest/mathjax/output/chtml/fonts" "$dest/mathjax/input/tex"
 cp -r "$mj/es5/output/chtml/fonts/woff-v2" "$dest/mathjax/output/chtml/fonts/"
 cp -r "$mj/es5/input/tex/extensions" "$dest/mathjax/input/tex/"
 cp -r "$mj/es5/ui" "$mj/es5/a11y" "$dest/mathjax/"
+
+axe="$here/tests/browser/vendor/axe-core"
+rm -rf "$axe" && mkdir -p "$axe"
+cp "x/axe-core-$AXE/package/axe.min.js" "x/axe-core-$AXE/package/LICENSE" "$axe/"
+echo "axe-core $AXE (MPL-2.0)" > "$axe/VERSION.txt"
 
 cat > "$dest/VERSIONS.txt" <<TXT
 mathjax $MATHJAX (Apache-2.0)

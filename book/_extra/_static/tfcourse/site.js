@@ -51,7 +51,26 @@
     });
   }
 
+  // 横向放不下、在自己的框里滚动的输出表格与公式：让键盘也能选中它（Tab），再用方向键滚动（WCAG 2.1.1）。
+  // 放得下的不加，免得 Tab 键停在一个什么也不做的地方；窗口变宽变窄时重新判断。
+  var SCROLLERS = ".bd-article .cell_output .output, .bd-article .cell_output table, div.math > mjx-container";
+  function focusableScrollers() {
+    document.querySelectorAll(SCROLLERS).forEach(function (el) {
+      var overflow = el.scrollWidth > el.clientWidth + 1;
+      if (overflow && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("data-tfc-scroll", "");
+      } else if (!overflow && el.hasAttribute("data-tfc-scroll")) {
+        el.removeAttribute("tabindex");
+        el.removeAttribute("data-tfc-scroll");
+      }
+    });
+  }
+
   function init() {
+    focusableScrollers();
+    window.addEventListener("load", focusableScrollers);
+    window.addEventListener("resize", focusableScrollers);
     relabel();
     setTimeout(relabel, 0);                           // sphinx-togglebutton 在 DOMContentLoaded 时才插入按钮
     window.addEventListener("load", relabel);

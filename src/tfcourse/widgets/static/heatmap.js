@@ -7,7 +7,8 @@ function cellColours(t, dark) {
   const rgb = LOW.map((c, i) => Math.round(c + (HIGH[i] - c) * clamp(t, 0, 1)));
   const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
   const L = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
-  const text = (1.05 / (L + 0.05)) >= ((L + 0.05) / 0.05) ? "#fff" : "#111";
+  // 纯白或纯黑里对比度更高的一种：任何底色上都至少有 √21 ≈ 4.58:1（WCAG AA 要求 4.5:1；#111 在中间色调上不够）
+  const text = (1.05 / (L + 0.05)) >= ((L + 0.05) / 0.05) ? "#fff" : "#000";
   return { background: `rgb(${rgb.join(", ")})`, color: text };
 }
 
