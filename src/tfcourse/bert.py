@@ -25,7 +25,7 @@ from .positional import LearnedPositionalEmbedding
 
 __all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
            "load_minilm", "load_e5_small", "e5_parameter_names", "E5_PREFIX", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
-           "BERT_BASE_PRETRAIN_TOKENS"]
+           "BERT_BASE_PRETRAIN_TOKENS", "E5_PRETRAIN_PAIRS"]
 
 # BERT 论文的预训练读了多少 token（Devlin et al. 2019，附录 A.2）：每批 256 条、共 1,000,000 步，
 # 九成的步用长 128 的序列、其余一成用长 512 的：256 × (0.9·128 + 0.1·512) × 10⁶ ≈ 4.26 × 10¹⁰。
@@ -349,6 +349,9 @@ def load_minilm():
 # ---------------------------------------------------------------------------
 
 E5_PREFIX = "passage: "          # e5 的约定：要编码的文本前面加 "passage: "（检索的问句加 "query: "）
+# multilingual-e5 的第一阶段：在约 10 亿对多语言文本上做对比学习（weakly-supervised contrastive pre-training），
+# 之后再在一组有标注的数据集上微调（Wang et al. 2024, Multilingual E5 Text Embeddings: A Technical Report, 摘要）
+E5_PRETRAIN_PAIRS = 1_000_000_000
 
 
 def e5_parameter_names(n_layers: int) -> dict[str, str]:
