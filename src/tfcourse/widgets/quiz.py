@@ -1,0 +1,121 @@
+"""章末自测（每章小结之后）：单选、多选、填一个数（带容差），在页面上当场判分。
+
+题目和判分规则都在 Python 里写好、随小部件的状态一起存进网页，所以在没有内核的静态网站上也能作答；
+读者的作答存在浏览器里（localStorage），刷新后还在；每题下面给出对错和解释，选错的选项各自说明错在哪里。
+问本章算出的数时，答案取本次运行的变量（`Quiz.number(..., answer=acc)`），不手抄常数。
+
+第 14 章引入；`tfcourse assign` 生成学生版时保留它（它不是参考答案）。
+"""
+from __future__ import annotations
+
+import math
+
+import traitlets as t
+
+from ._base import CourseWidget, esm
+
+__all__ = ["Quiz"]
+
+KINDS = ("single", "multi", "number")
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} 应为非空的字符串，实际为 {value!r}。")
+    return value.strip()
+
+
+class Quiz(CourseWidget):
+    """questions：一组题目（用 Quiz.single / Quiz.multi / Quiz.number 构造）。chapter：章号（作答按章存在浏览器里）。
+
+    判分规则（`grade` 与前端相同）：单选、多选要选中的集合与正确的集合完全相同；填数题 |作答 − 答案| ≤ 容差。"""
+
+    _esm = esm("quiz.js")
+
+    chapter = t.Int().tag(sync=True)
+    questions = t.List(t.Dict()).tag(sync=True)
+    answers = t.Dict().tag(sync=True)          # 读者的作答：{题号: [选项下标] 或 数}（前端写回）
+
+    def __init__(self, questions, *, chapter: int, **kwargs):
+        if isinstance(chapter, bool) or not isinstance(chapter, int) or not 1 <= chapter <= 16:
+            raise ValueError(f"chapter 应为 1–16 的整数，实际为 {chapter!r}。")
+        qs = list(questions)
+        if not qs:
+            raise ValueError("questions 是空的：自测至少要有一道题。")
+        for i, q in enumerate(qs):
+            if not isinstance(q, dict) or q.get("kind") not in KINDS:
+                raise ValueError(f"第 {i + 1} 题应由 Quiz.single / Quiz.multi / Quiz.number 构造，实际为 {q!r}。")
+        ids = [q["id"] for q in qs]
+        super().__init__(chapter=chapter, questions=qs, **kwargs)
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"题号重复：{ids}。")
+
+    # ------------------------------------------------------------------ 构造题目
+    @staticmethod
+    def single(qid: str, prompt: str, options, *, code: str | None = None) -> dict:
+        """单选：options 是 (选项文字, 是否正确, 为什么) 的序列，恰好一个正确；每个选项都要有"为什么"
+        （选错时显示它错在哪里、该回看哪一节；选对时显示正确的理由）。"""
+        return Quiz._choice("single", qid, prompt, options, code)
+
+    @staticmethod
+    def multi(qid: str, prompt: str, options, *, code: str | None = None) -> dict:
+        """多选（可选多个）：至少一个正确、至少一个错误；选中的集合与正确的集合完全相同才算对。"""
+        return Quiz._choice("multi", qid, prompt, options, code)
+
+    @staticmethod
+    def _choice(kind, qid, prompt, options, code):
+        opts = []
+        for j, opt in enumerate(options):
+            if not (isinstance(opt, (tuple, list)) and len(opt) == 3 and isinstance(opt[1], bool)):
+                raise ValueError(f"{qid} 的第 {j + 1} 个选项应为 (文字, 是否正确, 为什么)，实际为 {opt!r}。")
+            opts.append({"text": _text(opt[0], f"{qid} 选项 {j + 1} 的文字"), "correct": opt[1],
+                         "why": _text(opt[2], f"{qid} 选项 {j + 1} 的解释")})
+        n_right = sum(o["correct"] for o in opts)
+        if len(opts) < 2:
+            raise ValueError(f"{qid} 至少要有两个选项，实际 {len(opts)} 个。")
+        if kind == "single" and n_right != 1:
+            raise ValueError(f"{qid} 是单选题，应恰好有一个正确选项，实际 {n_right} 个。")
+        if kind == "multi" and not 1 <= n_right < len(opts):
+            raise ValueError(f"{qid} 是多选题，正确选项应至少一个、且不能全对，实际 {n_right} / {len(opts)} 个。")
+        q = {"id": _text(qid, "题号"), "kind": kind, "prompt": _text(prompt, f"{qid} 的题干"), "options": opts}
+        if code is not None:
+            q["code"] = _text(code, f"{qid} 的代码")
+        return q
+
+    @staticmethod
+    def number(qid: str, prompt: str, *, answer: float, tolerance: float, why: str, hint: str, unit: str = "",
+               code: str | None = None) -> dict:
+        """填一个数：|作答 − answer| ≤ tolerance 算对。answer 取本次运行算出的值；
+        why：答对后显示，说明它从哪里来；hint：答错时显示，指回该看的那一节（不泄露答案）。"""
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+            raise ValueError(f"{qid} 的 answer 应为有限的数，实际为 {answer!r}。")
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
+            raise ValueError(f"{qid} 的 tolerance 应为 ≥ 0 的数，实际为 {tolerance!r}。")
+        q = {"id": _text(qid, "题号"), "kind": "number", "prompt": _text(prompt, f"{qid} 的题干"),
+             "answer": float(answer), "tolerance": float(tolerance), "why": _text(why, f"{qid} 的解释"),
+             "hint": _text(hint, f"{qid} 的提示"),
+             "unit": str(unit)}
+        if code is not None:
+            q["code"] = _text(code, f"{qid} 的代码")
+        return q
+
+    # ------------------------------------------------------------------ 判分
+    def grade(self, answers: dict) -> dict:
+        """answers：{题号: 选中的选项下标列表（单选也用列表）或 一个数}。返回 {题号: True / False / None（没答）}。"""
+        out = {}
+        for q in self.questions:
+            a = answers.get(q["id"])
+            if a is None or a == []:
+                out[q["id"]] = None
+            elif q["kind"] == "number":
+                out[q["id"]] = (isinstance(a, (int, float)) and not isinstance(a, bool)
+                                and abs(float(a) - q["answer"]) <= q["tolerance"] + 1e-12)
+            else:
+                picked = {int(j) for j in a}
+                out[q["id"]] = picked == {j for j, o in enumerate(q["options"]) if o["correct"]}
+        return out
+
+    def score(self, answers: dict | None = None) -> tuple[int, int]:
+        """(答对的题数, 题数)；answers 缺省时用读者在小部件里的作答。"""
+        graded = self.grade(self.answers if answers is None else answers)
+        return sum(v is True for v in graded.values()), len(self.questions)
