@@ -79,13 +79,13 @@ def test_tfidf_curve_point_is_reproduced_and_its_C_is_the_validation_best(probe,
 def test_e5_probe_recheck_features_equal_a_fresh_encoding(probe):
     """记录的 48 条句向量 = 现在用 load_e5_small 重算的（余弦 > 0.999）；探针给出的概率也一样。
     换掉前缀、或用错池化，余弦会明显低于这个门槛（这里也量一下，证明门槛有用）。"""
-    from tfcourse.bert import E5_PREFIX, load_e5_small, sentence_embedding
+    from tfcourse.bert import load_e5_small, sentence_embedding
 
     state, meta = probe
     sp = split_reviews(0)
     pick = np.sort(np.random.default_rng(0).choice(len(sp.test), meta["recheck"]["n"], replace=False))
     model, tok = load_e5_small()
-    live = sentence_embedding(model, tok, [E5_PREFIX + sp.test.texts[i] for i in pick])
+    live = sentence_embedding(model, tok, [meta["prefix"] + sp.test.texts[i] for i in pick])
     rec = state["recheck_features"].float()
     cos = torch.nn.functional.cosine_similarity(live, rec, dim=-1)
     assert cos.min() > 0.999

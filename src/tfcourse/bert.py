@@ -24,7 +24,7 @@ from .layers import EncoderLayer
 from .positional import LearnedPositionalEmbedding
 
 __all__ = ["BertConfig", "TINY", "MINILM", "PRESETS", "BertModel", "BertForMaskedLM", "mlm_loss", "mask_tokens", "mask_rule",
-           "load_minilm", "load_e5_small", "e5_parameter_names", "E5_PREFIX", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
+           "load_minilm", "load_e5_small", "e5_parameter_names", "E5_PREFIX", "E5_QUERY_PREFIX", "sentence_embedding", "mean_pool", "load_hf_bert_weights", "hf_parameter_names", "IGNORE_INDEX",
            "BERT_BASE_PRETRAIN_TOKENS", "E5_PRETRAIN_PAIRS"]
 
 # BERT 论文的预训练读了多少 token（Devlin et al. 2019，附录 A.2）：每批 256 条、共 1,000,000 步，
@@ -349,6 +349,8 @@ def load_minilm():
 # ---------------------------------------------------------------------------
 
 E5_PREFIX = "passage: "          # e5 的约定：要编码的文本前面加 "passage: "（检索的问句加 "query: "）
+# 把句向量当特征用（线性探针、聚类）时，e5 的模型说明建议所有文本都加 "query: "（第 14 章的检查点 e5-probe 就这样用）
+E5_QUERY_PREFIX = "query: "
 # multilingual-e5 的第一阶段：在约 10 亿对多语言文本上做对比学习（weakly-supervised contrastive pre-training），
 # 之后再在一组有标注的数据集上微调（Wang et al. 2024, Multilingual E5 Text Embeddings: A Technical Report, 摘要）
 E5_PRETRAIN_PAIRS = 1_000_000_000

