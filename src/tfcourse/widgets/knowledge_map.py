@@ -22,7 +22,7 @@ PACKAGE = "tfcourse"
 SHIPPED = pathlib.Path(__file__).with_name("knowledge_map.json")
 HOST_PAGE = "book/p4-practice/ch16-optimization-evaluation-roadmap"   # 显示地图的那一页（链接相对它）
 # 每章都有的固定栏目，不算"本章讲了什么"
-STANDARD_SECTIONS = ("路标", "常见坑与自查", "练习", "小结", "下一篇", "全书回顾")
+STANDARD_SECTIONS = ("路标", "常见坑与自查", "练习", "小结", "自测", "下一篇", "全书回顾")
 _INTRO = re.compile(r"第\s*(\d+)\s*章引入")
 
 
