@@ -121,11 +121,15 @@ def test_one_curve_point_is_reproduced_by_the_recipe(nn_curve, jobs):
     """曲线上最便宜的一个点（中文 BERT，最少的标注，种子 1）按作业的配方重训一遍：测试准确率与记录接近
     （同一台机器上完全相同；换一种 CPU 舍入不同，允许 2 个百分点）。"""
     job = jobs["curve"]
-    torch.set_num_threads(2)
-    env = job.setup()
-    n = job.SIZES[0]
-    rec = next(p for p in nn_curve["curve"] if p["model"] == "bert-zh" and p["seed"] == 1
-               and p["n"] == len(labelled_subset(env["y"], n, 1)))
-    again = job.train_point(env, "bert-zh", n, 1, rec["lr"], progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)                  # 与 make checkpoints 相同的线程数；测完恢复，不影响同一进程里的其他测试
+    try:
+        env = job.setup()
+        n = job.SIZES[0]
+        rec = next(p for p in nn_curve["curve"] if p["model"] == "bert-zh" and p["seed"] == 1
+                   and p["n"] == len(labelled_subset(env["y"], n, 1)))
+        again = job.train_point(env, "bert-zh", n, 1, rec["lr"], progress=False)
+    finally:
+        torch.set_num_threads(threads)
     assert again["steps"] == rec["steps"] and again["repeat"] == rec["repeat"]
     assert again["test_accuracy"] == pytest.approx(rec["test_accuracy"], abs=0.02)
