@@ -9,11 +9,12 @@ SHELL  := /bin/bash
 JCACHE := _build/.jupyter_cache
 JOBS   ?= 2
 
-.PHONY: help install book student-book test unit numerics nbval browser bench clean vendor checkpoints
+.PHONY: help install book pdf student-book test unit numerics nbval browser bench clean vendor checkpoints
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
 	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
+	@echo "make pdf    把网站排成一本 PDF 到 $(PDF)（前言 + 16 章 + 自测答案；网站的下载按钮随后指向它）"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
 	@echo "make bench  各章的运行时间与预算（一章接一章地执行；只量几章：make bench CH=\"13 15\"）"
 	@echo "make checkpoints  重新训练课程自己的模型（第 13–16 章载入的检查点；空闲的 2 核上约两个半小时）"
@@ -60,6 +61,17 @@ book: $(STAMP) _build/.src-hash
 	@echo "网站已生成：$(HTML)/index.html"
 endif
 
+# 整本书的 PDF：先构建网站，用 Chromium 把各章排成一本（tools/pdf.py），再构建一次网站——
+# 这一次只重写网页（笔记本不再执行），页眉的下载菜单里多出「整本书 PDF」。
+# 文件名在 book/_ext/tfcourse_site.py（PDF_NAME）
+PDF := _build/pdf/transformer-from-scratch.pdf
+pdf: $(STAMP)
+	tools/system-deps.sh fonts browser pdf
+	$(MAKE) book
+	$(BIN)/python tools/pdf.py
+	$(MAKE) book
+	@echo "PDF 已生成：$(PDF)（网站里的副本：$(HTML)/$(notdir $(PDF))）"
+
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
 
@@ -103,7 +115,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench.py run $(CH)
 
 test: $(STAMP) _build/.src-hash
-	tools/system-deps.sh fonts browser sandbox
+	tools/system-deps.sh fonts browser sandbox pdf
 	$(BIN)/python tools/nbtool.py check
 	TFCOURSE_STRICT_FONTS=1 $(BIN)/pytest -q --durations=15 -n $(JOBS) tests -m "not browser"
 	$(MAKE) numerics

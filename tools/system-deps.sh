@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # 检查并安装系统包：中文字体（构建网站时画图要用）、Chromium（浏览器测试要用）、
-# bubblewrap（tfcourse grade 把每份学生提交关进沙箱；测试要检查沙箱真的挡住了写文件和联网）。
-#   tools/system-deps.sh fonts                  只要字体（make book）
-#   tools/system-deps.sh fonts browser sandbox  全部（make test、.ci/run）
+# bubblewrap（tfcourse grade 把每份学生提交关进沙箱；测试要检查沙箱真的挡住了写文件和联网）、
+# poppler-utils（make pdf 之后检查 PDF：页数、字体是否嵌入、文字层、书签）。
+#   tools/system-deps.sh fonts                      只要字体（make book）
+#   tools/system-deps.sh fonts browser pdf          make pdf
+#   tools/system-deps.sh fonts browser sandbox pdf  全部（make test、.ci/run）
 set -euo pipefail
 need=()
 for what in "$@"; do
@@ -10,7 +12,8 @@ for what in "$@"; do
     fonts)   fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk fontconfig) ;;
     browser) command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
     sandbox) command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap) ;;
-    *) echo "未知的参数：$what（可选 fonts、browser、sandbox）" >&2; exit 2 ;;
+    pdf)     command -v pdffonts >/dev/null 2>&1 || need+=(poppler-utils) ;;
+    *) echo "未知的参数：$what（可选 fonts、browser、sandbox、pdf）" >&2; exit 2 ;;
   esac
 done
 [ ${#need[@]} -eq 0 ] && exit 0

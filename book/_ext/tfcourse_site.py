@@ -7,6 +7,8 @@
 - MathJax 只加载在有公式的页面上（myst-nb 把资源策略设成了 always，Sphinx 因此在每页都加载它）。
 - 加载本站的 `_static/tfcourse/site.css` 与 `site.js`（窄屏不横向滚动、暗色输出区、侧栏按钮）。
 - 模板覆盖（`templates/`）：主题里写死的英文按钮提示换成中文；代码单元折叠提示换成中文。
+- 整本书的 PDF（make pdf 写到 `_build/pdf/`）：有它时复制进网站，页眉的下载菜单里多一项「整本书 PDF」；
+  没有时网页上也不出现这一项（不留一个打不开的链接）。
 - 中文搜索：Sphinx 的中文分词要靠 jieba，没装时会悄悄丢掉所有中文词。这里给 jieba 一个本书术语词典，
   构建结束时检查搜索索引里确实有中文词，没有就让构建失败。
 """
@@ -25,12 +27,23 @@ TEMPLATES = HERE / "templates"
 SEARCH_DICT = HERE / "search-dict.txt"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
+PDF_NAME = "transformer-from-scratch.pdf"
+
+
+def pdf_source(srcdir) -> pathlib.Path:
+    """make pdf 写出的整本书 PDF。"""
+    return pathlib.Path(srcdir) / "_build" / "pdf" / PDF_NAME
+
+
 # myst-nb 的折叠提示是 "…{type}…"，{type} 会被填成下面这些英文词
 _PROMPT_TYPES = {"source": "代码", "output": "输出", "outputs": "输出", "content": "内容"}
 
 
 def _configure(app, config):
     config.templates_path.insert(0, str(TEMPLATES))
+    # PDF 出现（或换了一份）时这个值跟着变，Sphinx 因此重写全部网页（不重新执行笔记本），下载菜单随之更新
+    pdf = pdf_source(app.srcdir)
+    config.tfcourse_pdf = f"{pdf.stat().st_size}-{int(pdf.stat().st_mtime)}" if pdf.exists() else ""
     options = dict(config.html_search_options or {})
     options.setdefault("dict", str(SEARCH_DICT))
     config.html_search_options = options
@@ -50,6 +63,29 @@ def _drop_thebe(app, pagename, templatename, context, doctree):
     css = context.get("css_files")
     if css:
         context["css_files"] = [c for c in css if "thebe" not in str(getattr(c, "filename", c)).lower()]
+
+
+def pdf_button(context) -> bool:
+    """在页眉的下载菜单里加「整本书 PDF」；返回是否加上了。"""
+    for group in context.get("header_buttons") or []:
+        if group.get("label") == "download-buttons":
+            group["buttons"].append({
+                "type": "link", "url": context["pathto"](PDF_NAME, 1), "text": "整本书 PDF",
+                "tooltip": "下载整本书的 PDF", "icon": "fas fa-file-pdf", "label": "download-book-pdf-button"})
+            return True
+    return False
+
+
+def _pdf_in_header(app, pagename, templatename, context, doctree):
+    if app.config.tfcourse_pdf:
+        pdf_button(context)
+
+
+def _copy_pdf(app, exception):
+    pdf = pdf_source(app.srcdir)
+    if exception is None and app.builder.name in ("html", "dirhtml") and pdf.exists():
+        import shutil
+        shutil.copyfile(pdf, pathlib.Path(app.outdir) / PDF_NAME)
 
 
 def _page_has_math(app, pagename, doctree) -> bool:
@@ -150,12 +186,15 @@ def _check_search_index(app, exception):
 
 
 def setup(app):
+    app.add_config_value("tfcourse_pdf", "", "html")
     app.connect("config-inited", _configure)
     app.connect("builder-inited", _template_filters)
     app.connect("builder-inited", _translate_hidden_cells)
     app.connect("html-page-context", _drop_thebe)
     app.connect("html-page-context", _mathjax_only_with_math, priority=900)
+    app.connect("html-page-context", _pdf_in_header, priority=950)     # 在主题加好下载菜单（501）之后
     app.connect("build-finished", _check_search_index)
+    app.connect("build-finished", _copy_pdf)
     app.add_post_transform(ChinesePrompts)
     app.add_css_file("tfcourse/site.css")
     app.add_js_file("tfcourse/site.js", defer="defer")
