@@ -235,6 +235,7 @@ def test_architecture_map_detail_is_in_the_window_after_any_click(browser):
 
 def _open(browser, site_url, path, width=1280, height=900, scheme="light"):
     ctx = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    ctx.set_default_timeout(180_000)         # 与 conftest.open_page 相同：另一个进程在排 PDF 时，两个核都很忙
     page = ctx.new_page()
     outside = []
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((site_url, "data:", "blob:"))
