@@ -9,6 +9,9 @@
 - 模板覆盖（`templates/`）：主题里写死的英文按钮提示换成中文；代码单元折叠提示换成中文。
 - 整本书的 PDF（make pdf 写到 `_build/pdf/`）：有它时复制进网站，页眉的下载菜单里多一项「整本书 PDF」；
   没有时网页上也不出现这一项（不留一个打不开的链接）。
+- 课程模型的浏览器运行时（`_static/tfcourse/runtime.js`，ES 模块）加载到每一页：`window.tfcourse.models.load(name)`；
+  它要的权重（safetensors，float16）在构建结束时由 `tfcourse.webmodels` 从检查点写进 `_static/tfcourse/models/`，
+  读者第一次用到时才下载。
 - 中文搜索：Sphinx 的中文分词要靠 jieba，没装时会悄悄丢掉所有中文词。这里给 jieba 一个本书术语词典，
   构建结束时检查搜索索引里确实有中文词，没有就让构建失败。
 """
@@ -86,6 +89,12 @@ def _copy_pdf(app, exception):
     if exception is None and app.builder.name in ("html", "dirhtml") and pdf.exists():
         import shutil
         shutil.copyfile(pdf, pathlib.Path(app.outdir) / PDF_NAME)
+
+
+def _write_models(app, exception):
+    if exception is None and app.builder.name in ("html", "dirhtml"):
+        from tfcourse import webmodels
+        webmodels.write_all(pathlib.Path(app.outdir) / "_static" / "tfcourse" / "models")
 
 
 def _page_has_math(app, pagename, doctree) -> bool:
@@ -195,7 +204,9 @@ def setup(app):
     app.connect("html-page-context", _pdf_in_header, priority=950)     # 在主题加好下载菜单（501）之后
     app.connect("build-finished", _check_search_index)
     app.connect("build-finished", _copy_pdf)
+    app.connect("build-finished", _write_models)
     app.add_post_transform(ChinesePrompts)
     app.add_css_file("tfcourse/site.css")
     app.add_js_file("tfcourse/site.js", defer="defer")
+    app.add_js_file("tfcourse/runtime.js", type="module")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
