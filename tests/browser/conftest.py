@@ -7,6 +7,7 @@ import os
 import pathlib
 import socketserver
 import threading
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -109,11 +110,63 @@ class Visit:
     outside: list = field(default_factory=list)        # 被拦下的外部请求
     failed: list = field(default_factory=list)         # 本站返回 4xx/5xx 的请求
     errors: list = field(default_factory=list)         # 控制台错误与未捕获的异常
+    requests: object = None                            # Requests：进行中的请求
 
     def assert_clean(self):
         assert self.outside == [], f"页面试图访问站外地址：{self.outside}"
         assert self.failed == [], f"本站资源加载失败：{self.failed}"
         assert self.errors == [], f"控制台报错：{self.errors}"
+
+
+class Requests:
+    """页面发出、还没有结束的请求（本站的与被拦下的都算）。Playwright 自己的 networkidle 在两个核都很忙时
+    偶尔永远等不到（它的说明也劝人别在测试里用它），所以这里自己数：请求发出记一笔，结束或失败划掉。"""
+
+    def __init__(self, page):
+        self.pending: dict = {}
+        self.last = time.monotonic()
+        page.on("request", self._start)
+        page.on("requestfinished", self._end)
+        page.on("requestfailed", self._end)
+
+    def _start(self, r):
+        self.pending[id(r)] = r.url
+        self.last = time.monotonic()
+
+    def _end(self, r):
+        self.pending.pop(id(r), None)
+        self.last = time.monotonic()
+
+
+READY_JS = """async () => {
+  await document.fonts.ready;
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await Promise.all([...document.images].filter((i) => i.loading !== 'lazy' && !i.complete)
+    .map((i) => new Promise((done) => { i.addEventListener('load', done); i.addEventListener('error', done); })));
+}"""
+
+
+DONE_JS = """(urls) => urls.filter((u) => performance.getEntriesByName(u).some((e) => e.responseEnd > 0))"""
+
+
+def settle(page, requests: Requests, quiet: float = 0.5, timeout: float = 180.0):
+    """等页面真正加载完：字体、公式、图片都好了，并且连续 quiet 秒没有进行中的请求。
+    超时报出还在等的请求，而不是一句笼统的超时。"""
+    page.evaluate(READY_JS)
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        if not requests.pending and now - requests.last >= quiet:
+            return
+        if requests.pending and now - requests.last > 5:
+            # 5 秒没有动静：页面自己的计时记录里已经收完的请求划掉（万一漏掉了"结束"事件）
+            done = set(page.evaluate(DONE_JS, sorted(set(requests.pending.values()))))
+            for key, url in list(requests.pending.items()):
+                if url in done:
+                    requests.pending.pop(key, None)
+        if now > deadline:
+            raise TimeoutError(f"{timeout:.0f} 秒后仍有请求没有结束：{sorted(set(requests.pending.values()))}")
+        page.wait_for_timeout(100)
 
 
 def open_page(browser, site_url: str, path: str, color_scheme: str = "light", wait_for: str | None = None,
@@ -134,6 +187,7 @@ def open_page(browser, site_url: str, path: str, color_scheme: str = "light", wa
             r.abort()
 
     page.route("**/*", route)
+    requests = Requests(page)
     page.on("console", lambda m: m.type == "error" and v.errors.append(m.text))
     page.on("pageerror", lambda e: v.errors.append(str(e)))
     page.on("response", lambda r: r.status >= 400 and v.failed.append((r.status, r.url)))
@@ -143,7 +197,8 @@ def open_page(browser, site_url: str, path: str, color_scheme: str = "light", wa
     if wait_for:
         page.wait_for_selector(wait_for, timeout=120_000)
     if idle:
-        page.wait_for_load_state("networkidle")
+        settle(page, requests)
+    v.requests = requests
     return ctx, v
 
 
@@ -232,12 +287,7 @@ def _tour_one(browser, site_url: str, path: str) -> PageRecord:
         if page.locator("script[type='application/vnd.jupyter.widget-state+json']").count():
             page.wait_for_selector(".tfc-widget", timeout=120_000)
         page.mouse.wheel(0, 20_000)                               # 让懒加载的东西也加载出来
-        seen, quiet = -1, 0
-        while quiet < 4:                                          # 连续 2 秒没有新的响应才算加载完
-            page.wait_for_timeout(500)
-            quiet = quiet + 1 if len(responses) == seen else 0
-            seen = len(responses)
-        page.wait_for_load_state("networkidle")
+        settle(page, v.requests, quiet=2.0)                      # 连续 2 秒没有进行中的请求才算加载完
         landed = page.url.removeprefix(site_url + "/")
         # 跳转页（index.html）加载完时已离开了自己，浏览器丢掉了它的响应：不称重（None）
         raw, packed, by_file = _weigh(responses) if landed == path else (None, None, None)

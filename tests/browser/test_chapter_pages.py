@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, chapter_pages
+from conftest import ROOT, chapter_pages, open_page
 from test_site_shell import _EQUATIONS_JS
 from test_widget_views import WIDGET_CLASSES, _same, intended_views, shown_view
 
@@ -16,16 +16,8 @@ from test_widget_views import WIDGET_CLASSES, _same, intended_views, shown_view
 def chapter(request, browser, site_url):
     """(路径, 打开的页面, 站外请求, 页面错误)：小部件渲染完、网络空闲之后。"""
     path = request.param
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    ctx.set_default_timeout(180_000)
-    page = ctx.new_page()
-    outside, errors = [], []
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((site_url, "data:", "blob:"))
-               else (outside.append(r.request.url), r.abort()))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.goto(f"{site_url}/{path}", wait_until="load")
-    page.wait_for_load_state("networkidle")
+    ctx, v = open_page(browser, site_url, path)
+    page, outside, errors = v.page, v.outside, v.errors
     yield path, page, outside, errors
     ctx.close()
 
