@@ -63,7 +63,7 @@ def test_reference_model_uses_the_float16_weights_and_stays_close():
 
 def test_write_all_writes_each_model_once(tmp_path):
     paths = webmodels.write_all(tmp_path)
-    assert [p.name for p in paths] == ["gpt-zh.safetensors", "gpt-zh-ctrl.safetensors"]
+    assert [p.name for p in paths] == [f"{n}.safetensors" for n in ("gpt-zh", "gpt-zh-ctrl", "bert-zh", "cls-bert")]
     mtime = paths[0].stat().st_mtime_ns
     webmodels.write_all(tmp_path)
     assert paths[0].stat().st_mtime_ns == mtime                 # 内容没变不重写
@@ -93,3 +93,45 @@ def test_the_control_model_is_chapter_15s_full_fine_tune():
             assert torch.equal(back[k], v.to(torch.float16)), k
     base = load(webmodels.export("gpt-zh"))
     assert not torch.equal(back["layers.0.ffn.linear1.weight"], base["layers.0.ffn.linear1.weight"])   # 确实微调过
+
+
+@pytest.mark.parametrize("name", ["bert-zh", "cls-bert"])
+def test_bert_exports_hold_every_weight_but_the_tied_output_layer(name):
+    from safetensors.torch import load
+
+    data = webmodels.export(name)
+    meta = _header(data)["__metadata__"]
+    assert meta["source_sha256"] == checkpoints.manifest()[name]["sha256"]
+    assert meta["kind"] == {"bert-zh": "bert-mlm", "cls-bert": "bert-cls"}[name] and meta["model"] == name
+    cfg = json.loads(meta["config"])
+    assert cfg["eps"] == 1e-12 and cfg["norm_first"] is False and cfg["max_len"] == 128
+    ref, vocab = webmodels.reference_model(name)
+    model = ref.model if name == "cls-bert" else ref
+    state = {k: v for k, v in model.state_dict().items() if k != "decoder.weight"}
+    back = load(data)
+    assert set(back) == set(state)                              # MLM 的预测头 / 分类头都在，共享的输出层只存一份
+    for k, v in state.items():
+        assert back[k].dtype == torch.float16 and torch.equal(back[k].float(), v), k
+    assert json.loads(meta["vocab"])["itos"] == list(vocab.itos)
+    assert len(data) < 2_000_000
+    if name == "bert-zh":
+        assert {"transform.weight", "transform_norm.bias", "decoder.bias"} <= set(back)
+        assert ref.decoder.weight.data_ptr() == ref.bert.tok_emb.weight.data_ptr()
+    else:
+        assert {"head.weight", "head.bias"} <= set(back) and ref.model.pool == "mean"
+
+
+def test_the_classifier_export_is_the_shipped_cls_bert():
+    from tfcourse.classify import load_classifier
+
+    ref, _ = webmodels.reference_model("cls-bert")
+    shipped = load_classifier("cls-bert")
+    texts = ["房间很干净，服务也好", "太差了，再也不来", "一般般吧"]
+    assert abs(ref.predict_proba(texts) - shipped.predict_proba(texts)).max() < 0.02   # 只差 float16 的舍入
+    assert (ref.predict(texts) == shipped.predict(texts)).all()
+
+
+def test_write_site_writes_the_runtime_beside_the_models(tmp_path):
+    paths = webmodels.write_site(tmp_path)
+    assert paths[0] == tmp_path / "runtime.js" and paths[0].read_bytes() == webmodels.RUNTIME.read_bytes()
+    assert [p.parent for p in paths[1:]] == [tmp_path / "models"] * len(webmodels.MODELS)

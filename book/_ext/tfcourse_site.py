@@ -10,8 +10,8 @@
 - 整本书的 PDF（make pdf 写到 `_build/pdf/`）：有它时复制进网站，页眉的下载菜单里多一项「整本书 PDF」；
   没有时网页上也不出现这一项（不留一个打不开的链接）。
 - 课程模型的浏览器运行时（`_static/tfcourse/runtime.js`，ES 模块）加载到每一页：`window.tfcourse.models.load(name)`；
-  它要的权重（safetensors，float16）在构建结束时由 `tfcourse.webmodels` 从检查点写进 `_static/tfcourse/models/`，
-  读者第一次用到时才下载。
+  它的源码（`tfcourse/widgets/static/runtime.js`，笔记本里的小部件用的也是它）和它要的权重（safetensors，float16）
+  在构建结束时由 `tfcourse.webmodels.write_site` 写进 `_static/tfcourse/`，权重在读者第一次用到时才下载。
 - 中文搜索：Sphinx 的中文分词要靠 jieba，没装时会悄悄丢掉所有中文词。这里给 jieba 一个本书术语词典，
   构建结束时检查搜索索引里确实有中文词，没有就让构建失败。
 """
@@ -94,7 +94,7 @@ def _copy_pdf(app, exception):
 def _write_models(app, exception):
     if exception is None and app.builder.name in ("html", "dirhtml"):
         from tfcourse import webmodels
-        webmodels.write_all(pathlib.Path(app.outdir) / "_static" / "tfcourse" / "models")
+        webmodels.write_site(pathlib.Path(app.outdir) / "_static" / "tfcourse")   # runtime.js 与 models/
 
 
 def _page_has_math(app, pagename, doctree) -> bool:

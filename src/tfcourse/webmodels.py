@@ -5,8 +5,12 @@
 模型种类、超参数、字表和源检查点的 SHA-256。浏览器与 `reference_model` 都用这同一份 float16 权重、
 按 float32 计算，所以两边的 logits 只差浮点舍入。
 
-现在导出的模型：`gpt-zh`（第 13 章的中文 GPT）与 `gpt-zh-ctrl`（第 15 章全部参数微调的那一份，
-`control.load_fine_tuned("full")`，认得控制 token <好评>、<差评>）。`make book` 时由网站扩展写进 `_static/tfcourse/models/`。
+导出的模型（`make book` 时由网站扩展写进 `_static/tfcourse/models/`）：
+- `gpt-zh`：第 13 章的中文 GPT；
+- `gpt-zh-ctrl`：第 15 章全部参数微调的那一份（`control.load_fine_tuned("full")`，认得控制 token <好评>、<差评>）；
+- `bert-zh`：第 12 章的中文 BERT 连同它的掩码语言模型预测头（`BertForMaskedLM`）；
+- `cls-bert`：第 14 章在 bert-zh 上微调的评论分类器（`classify.load_classifier("cls-bert")`）。
+输出层与词向量表共享的那份权重（`lm_head.weight`、`decoder.weight`）只存一次：运行时直接用词向量表。
 """
 from __future__ import annotations
 
@@ -16,10 +20,12 @@ import struct
 
 import torch
 
-__all__ = ["MODELS", "export", "reference_model", "write_all"]
+__all__ = ["MODELS", "RUNTIME", "export", "reference_model", "write_all", "write_site"]
 
-MODELS = ("gpt-zh", "gpt-zh-ctrl")
-KINDS = {"gpt-zh": "gpt", "gpt-zh-ctrl": "gpt"}
+RUNTIME = pathlib.Path(__file__).parent / "widgets" / "static" / "runtime.js"    # 浏览器运行时的唯一一份源码
+MODELS = ("gpt-zh", "gpt-zh-ctrl", "bert-zh", "cls-bert")
+KINDS = {"gpt-zh": "gpt", "gpt-zh-ctrl": "gpt", "bert-zh": "bert-mlm", "cls-bert": "bert-cls"}
+TIED = {"lm_head.weight": "tok_emb.weight", "decoder.weight": "bert.tok_emb.weight"}   # 共享的输出层 -> 词向量表
 
 
 def _check(name: str) -> str:
@@ -28,24 +34,58 @@ def _check(name: str) -> str:
     return name
 
 
+def _load_bert_mlm():
+    """第 12 章的 bert-zh：编码器 + 预测头（检查点里输出层只存了词向量表那一份）。"""
+    from . import checkpoints
+    from .bert import BertConfig, BertForMaskedLM
+    from .tokenize.chars import CharVocab
+
+    state, meta = checkpoints.load("bert-zh")
+    state = {k: v.float() for k, v in state.items()}
+    state["decoder.weight"] = state["bert.tok_emb.weight"]
+    model = BertForMaskedLM(BertConfig(**meta["config"]))
+    model.load_state_dict(state)
+    return model.eval(), CharVocab.from_meta(meta["vocab"])
+
+
 def _load(name: str):
-    """(eval 模式的 torch 模型, 字表, 源检查点的 SHA-256)。"""
+    """(eval 模式的 torch 模型, 字表, 源检查点的 SHA-256, 运行时要的超参数)。"""
     from . import checkpoints, control
+    from .classify import load_classifier
     from .gpt import load_gpt_zh
 
     _check(name)
-    model, vocab = load_gpt_zh()
-    if name == "gpt-zh-ctrl":
-        model = control.load_fine_tuned("full")              # 同一张字表
-    if model.lm_head.weight.data_ptr() != model.tok_emb.weight.data_ptr():
-        raise ValueError(f"{name} 的输出层不再与词向量表共享权重，运行时假定两者是同一份。")
-    return model, vocab, checkpoints.manifest()[name]["sha256"]
+    if KINDS[name] == "gpt":
+        model, vocab = load_gpt_zh()
+        if name == "gpt-zh-ctrl":
+            model = control.load_fine_tuned("full")              # 同一张字表
+        c = model.config
+        cfg = {"vocab_size": c.vocab_size, "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
+               "d_ff": c.d_ff, "max_len": c.max_len, "eps": 1e-5, "norm_first": True}
+    else:
+        if name == "bert-zh":
+            model, vocab = _load_bert_mlm()
+            max_len = model.config.max_len
+        else:
+            clf = load_classifier(name)
+            model, vocab, max_len = clf.model, clf.encoder.vocab, clf.encoder.max_len
+        c = model.bert.config if name == "cls-bert" else model.config
+        if c.type_vocab_size < 1 or max_len > c.max_len:
+            raise ValueError(f"{name} 的超参数与运行时的假定不符：{c}。")
+        cfg = {"vocab_size": c.vocab_size, "d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers,
+               "d_ff": c.d_ff, "max_len": max_len, "eps": c.layer_norm_eps, "norm_first": False}
+        if name == "cls-bert" and model.pool != "mean":
+            raise ValueError(f"cls-bert 的池化是 {model.pool!r}，运行时只实现了平均池化（mean）。")
+    state = model.state_dict()
+    for tied, source in TIED.items():
+        if tied in state and state[tied].data_ptr() != state[source].data_ptr():
+            raise ValueError(f"{name} 的 {tied} 不再与词向量表共享权重，运行时假定两者是同一份。")
+    return model, vocab, checkpoints.manifest()[name]["sha256"], cfg
 
 
 def _tensors(model) -> dict[str, torch.Tensor]:
-    """要导出的权重（共享的输出层只存一份：它就是 tok_emb.weight）。"""
-    return {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()
-            if k != "lm_head.weight"}
+    """要导出的权重（共享的输出层只存一份：它就是词向量表）。"""
+    return {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items() if k not in TIED}
 
 
 def _safetensors(tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> bytes:
@@ -64,23 +104,29 @@ def _safetensors(tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> 
 
 def export(name: str) -> bytes:
     """模型 name 的 safetensors 字节串（float16 权重 + 元数据）。"""
-    model, vocab, sha = _load(name)
-    c = model.config
-    meta = {"model": name, "kind": KINDS[name], "source_sha256": sha,
-            "config": json.dumps({"vocab_size": c.vocab_size, "d_model": c.d_model, "n_heads": c.n_heads,
-                                  "n_layers": c.n_layers, "d_ff": c.d_ff, "max_len": c.max_len,
-                                  "eps": 1e-5}),
+    model, vocab, sha, cfg = _load(name)
+    meta = {"model": name, "kind": KINDS[name], "source_sha256": sha, "config": json.dumps(cfg),
             "vocab": json.dumps({"itos": list(vocab.itos), "unk_id": vocab.unk_id}, ensure_ascii=False)}
     return _safetensors(_tensors(model), meta)
 
 
 def reference_model(name: str):
-    """浏览器算的那个模型：权重先舍入到 float16 再转回 float32（torch 这一边的对照）。返回 (模型, 字表)。"""
-    model, vocab, _ = _load(name)
+    """浏览器算的那个模型：权重先舍入到 float16 再转回 float32（torch 这一边的对照）。
+    gpt-zh、gpt-zh-ctrl、bert-zh 返回 (模型, 字表)；cls-bert 返回 (ReviewClassifier, 字表)。"""
+    model, vocab, _, _ = _load(name)
     rounded = {k: v.float() for k, v in _tensors(model).items()}
-    rounded["lm_head.weight"] = rounded["tok_emb.weight"]
+    for tied, source in TIED.items():
+        if tied in model.state_dict():
+            rounded[tied] = rounded[source]
     model.load_state_dict(rounded)
-    return model.eval(), vocab
+    model.eval()
+    if name == "cls-bert":
+        from .classify import load_classifier
+
+        clf = load_classifier(name)
+        clf.model = model
+        return clf, vocab
+    return model, vocab
 
 
 def write_all(directory) -> list[pathlib.Path]:
@@ -95,3 +141,13 @@ def write_all(directory) -> list[pathlib.Path]:
             path.write_bytes(data)
         out.append(path)
     return out
+
+
+def write_site(static_dir) -> list[pathlib.Path]:
+    """网站要的全部文件：运行时 `static_dir/runtime.js` 与 `static_dir/models/` 里的权重（内容没变的不重写）。"""
+    static_dir = pathlib.Path(static_dir)
+    static_dir.mkdir(parents=True, exist_ok=True)
+    runtime = static_dir / "runtime.js"
+    if not runtime.exists() or runtime.read_bytes() != RUNTIME.read_bytes():
+        runtime.write_bytes(RUNTIME.read_bytes())
+    return [runtime, *write_all(static_dir / "models")]

@@ -2,6 +2,8 @@
 逐个核对 encode、logits 与贪心续写都和 torch 一致（两边都用同一份 float16 权重、按 float32 计算）。"""
 from __future__ import annotations
 
+import base64
+
 import pytest
 import torch
 
@@ -143,3 +145,70 @@ def test_bad_input_gets_a_clear_error(runtime):
     missing = runtime.page.evaluate("""() => window.tfcourse.models.load("no-such-model").then(
         () => null, (e) => String(e.message))""")
     assert missing and "no-such-model" in missing
+
+
+def test_bert_masked_lm_matches_torch_on_readers_texts(runtime):
+    """bert-zh：encode 与字表相同（不加 [CLS]/[SEP]）；logits 是 T × V，与 BertForMaskedLM 相同——
+    第 12 章填空的输入（[CLS] + 字 + [SEP]，遮住一个字）和不加特殊 token 的原样输入都试。"""
+    from tfcourse import webmodels
+
+    model, vocab = webmodels.reference_model("bert-zh")
+    texts = _texts()
+    cls, sep, mask = (vocab.id(t) for t in ("[CLS]", "[SEP]", "[MASK]"))
+    js = """async ([texts, cls, sep, mask, first]) => {
+        const m = await window.tfcourse.models.load("bert-zh");
+        const b64 = (a) => { const u = new Uint8Array(a.buffer); let s = "";
+          for (let i = 0; i < u.length; i += 8192) s += String.fromCharCode(...u.subarray(i, i + 8192)); return btoa(s); };
+        return texts.map((t, k) => {
+          const i = first + k, ids = m.encode(t);
+          const body = ids.slice(0, m.config.max_len - 2);
+          const filled = [cls, ...body, sep];
+          filled[1 + (i % body.length)] = mask;            // 遮住一个字（第 12 章 fill 的输入）
+          const raw = ids.slice(0, m.config.max_len);
+          return { ids, filled, a: b64(m.logits(filled)), b: b64(m.logits(raw)) };   // T × V 个 float32，按行摊平
+        });
+    }"""
+    got = []
+    for first in range(0, len(texts), 8):                     # 每次 8 段：T × V 的 logits 很大
+        got += runtime.page.evaluate(js, [texts[first:first + 8], cls, sep, mask, first])
+    worst = 0.0
+    V = model.config.vocab_size
+    for text, r in zip(texts, got):
+        assert r["ids"] == vocab.encode(text), text
+        for ids, js in ((r["filled"], r["a"]), (r["ids"][:model.config.max_len], r["b"])):
+            with torch.no_grad():
+                ref = model(torch.tensor([ids]))[0]                      # (T, V)
+            js = torch.frombuffer(bytearray(base64.b64decode(js)), dtype=torch.float32).view(len(ids), V)
+            diff = float(((js - ref).abs().amax(-1) / ref.abs().amax(-1)).max())
+            worst = max(worst, diff)
+            assert diff < TOL, (text, diff)
+            assert torch.equal(js.argmax(-1), ref.argmax(-1)) or diff < 1e-5, text
+    print(f"bert-zh：{len(texts)} 段文字 × 2 种输入，logits 的最大相对差 {worst:.1e}")
+
+
+def test_review_classifier_matches_torch_on_readers_texts(runtime):
+    """cls-bert：probPositive 与 predict_proba 相同，attention 的 tokens 与最后一层 H × T × T 的权重与 .attention 相同。"""
+    from tfcourse import webmodels
+
+    clf, _ = webmodels.reference_model("cls-bert")
+    texts = [t for t in _texts() if t]
+    got = runtime.page.evaluate("""async (texts) => {
+        const m = await window.tfcourse.models.load("cls-bert");
+        return texts.map((t) => ({ ids: m.encode(t), p: m.probPositive(t), att: m.attention(t) }));
+    }""", texts)
+    p_ref = clf.predict_proba(texts)
+    worst_p = worst_w = 0.0
+    for text, r, p in zip(texts, got, p_ref):
+        assert r["ids"] == clf.encoder.encode(text), text
+        worst_p = max(worst_p, abs(r["p"] - float(p)))
+        assert abs(r["p"] - float(p)) < TOL, (text, r["p"], float(p))
+        ref = clf.attention(text)
+        assert r["att"]["tokens"] == ref["tokens"], text
+        w = torch.tensor(r["att"]["weights"])
+        assert w.shape == ref["weights"].shape
+        worst_w = max(worst_w, float((w - torch.from_numpy(ref["weights"])).abs().max()))
+        assert worst_w < TOL, text
+        assert abs(r["att"]["p_positive"] - r["p"]) < 1e-6
+    assert any(len(r["ids"]) == clf.encoder.max_len for r in got)           # 截断到 max_len 的长评论
+    assert min(p_ref) < 0.2 and max(p_ref) > 0.8                           # 好评、差评都有
+    print(f"cls-bert：{len(texts)} 段文字，概率的最大差 {worst_p:.1e}，注意力权重的最大差 {worst_w:.1e}")

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, chapter_page
+from conftest import ROOT, chapter_page, open_page
 
 from tfcourse import attention
 from tfcourse.widgets import AttentionHeatmap, AttentionPlayground
@@ -234,18 +234,11 @@ def test_architecture_map_detail_is_in_the_window_after_any_click(browser):
 # ---------- 网站：第 10 章热力图、第 6 章架构图、第 1 章游乐场 ----------
 
 def _open(browser, site_url, path, width=1280, height=900, scheme="light"):
-    ctx = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    ctx.set_default_timeout(180_000)         # 与 conftest.open_page 相同：另一个进程在排 PDF 时，两个核都很忙
-    page = ctx.new_page()
-    outside = []
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((site_url, "data:", "blob:"))
-               else (outside.append(r.request.url), r.abort()))
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{site_url}/{path}", wait_until="load")
-    page.wait_for_selector(".tfc-widget", timeout=30_000)
-    page.wait_for_load_state("networkidle")
+    ctx, v = open_page(browser, site_url, path, color_scheme=scheme, width=width, height=height, wait_for=".tfc-widget")
+    page = v.page
     page.wait_for_timeout(200)
+    errors = [e for e in v.errors if not e.startswith("Failed to load resource")]
+    outside = v.outside
     return ctx, page, outside, errors
 
 
@@ -326,7 +319,8 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 
 # ---------- 每一章：小部件打开时的视图 = 笔记本里创建它的代码要的视图 ----------
 
-WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap", "PositionalEncodingExplorer": ".tfc-pe",
+WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap:not(.tfc-heatmap-live)", "ReviewAttention": ".tfc-heatmap-live",
+                  "MaskFiller": ".tfc-fill", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
                   "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
@@ -415,6 +409,10 @@ def intended_views(notebook: pathlib.Path) -> list[tuple[str, dict]]:
 
 
 def _constructor_view(cls, call, env) -> dict:
+    if cls == "ReviewAttention":                            # 读者的评论：打开在这段文字、第一张图的"（平均）"一行
+        return {"text": _call_args(call, ["text"], {}, env)["text"], "row": 0, "col": -1, "map": 0}
+    if cls == "MaskFiller":
+        return _call_args(call, ["text", "position"], {}, env)
     if cls == "AttentionHeatmap":
         sel = _call_args(call, ["weights", "q_tokens", "k_tokens"], {"selected": None}, env)
         view = {"row": -1, "col": -1, "map": 0}
@@ -486,6 +484,12 @@ def _apply_setter(cls, method, call, view, env):
 
 def shown_view(cls, root) -> dict:
     """网页上这个小部件此刻显示的视图。"""
+    if cls == "ReviewAttention":                             # 热力图，加上它上面那个评论框里的文字
+        return dict(shown_view("AttentionHeatmap", root),
+                    text=root.locator("xpath=preceding-sibling::div[contains(@class, 'tfc-live')][1]//textarea").input_value())
+    if cls == "MaskFiller":
+        pressed = [b.get_attribute("aria-pressed") for b in root.locator("button.tfc-fill-char").all()]
+        return {"text": root.locator("textarea").input_value(), "position": pressed.index("true") if "true" in pressed else -1}
     if cls == "AttentionHeatmap":
         sel = root.locator("select.tfc-map-select")
         view = {"map": int(sel.input_value()) if sel.count() else 0, "row": -1, "col": -1}

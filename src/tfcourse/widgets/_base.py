@@ -8,9 +8,11 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
-def esm(name: str) -> str:
-    """小部件的前端模块：共用工具 _dom.js 拼在 static/name 前面（静态网页上模块之间不能相互 import）。"""
-    return "\n".join((STATIC / f).read_text(encoding="utf-8") for f in ("_dom.js", name))
+def esm(name: str, live: bool = False) -> str:
+    """小部件的前端模块：共用工具 _dom.js 拼在 static/name 前面（静态网页上模块之间不能相互 import）；
+    live=True 时再拼上 _live.js（把读者的文字交给课程的模型，见 LiveModels）。"""
+    parts = ("_dom.js", "_live.js", name) if live else ("_dom.js", name)
+    return "\n".join((STATIC / f).read_text(encoding="utf-8") for f in parts)
 
 
 class CourseWidget(anywidget.AnyWidget):

@@ -208,3 +208,13 @@ class AttentionHeatmap(CourseWidget):
         if self.row < 0:
             return None
         return np.asarray(self.weights[self.map_index][self.row])
+
+
+def head_maps(weights) -> tuple[list[str], list[np.ndarray]]:
+    """一层的注意力 (H, T, T) → 图名与图：先是各头的平均，再一个头一张；每张图最上面加一行「（平均）」：
+    这一层里每个字平均被看了多少（各查询行的平均）。第 14 章的评论热力图用它，浏览器里的 ReviewAttention 照做。"""
+    w = _to_numpy(weights)
+    if w.ndim != 3 or w.shape[1] != w.shape[2]:
+        raise ValueError(f"weights 应为一层的注意力 (H, T, T)，实际形状为 {w.shape}。")
+    labels = [f"{w.shape[0]} 个头平均"] + [f"第 {k + 1} 头" for k in range(w.shape[0])]
+    return labels, [np.vstack([m.mean(0, keepdims=True), m]) for m in [w.mean(0), *w]]

@@ -45,6 +45,7 @@
     }
     save_changes() {}            // 没有内核：改动只留在页面里
     send() {}
+    get tfcourseStatic() { return true; }   // 小部件据此向网站的 runtime.js 要课程的模型（_live.js）
   }
 
   const styled = new Set();

@@ -13,8 +13,9 @@ function cellColours(t, dark) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "tfc-widget tfc-heatmap" });
+  const root = h("div", { class: "tfc-widget tfc-heatmap" + (model.get("live_model") ? " tfc-heatmap-live" : "") });
   el.append(root);
+  const stopLive = model.get("live_model") ? liveReview(model, root) : () => {};
   let focusKey = null; // 最近一次交互的位置：重绘后把键盘焦点放回那里
   let scroller = null, pending = null;  // 表格的横向滚动盒子；还没排版时等它有了宽度再把选中的格子滚进来
   const sizer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => { if (pending && pending()) pending = null; });
@@ -189,8 +190,79 @@ function render({ model, el }) {
   return () => {
     for (const name of events) model.off(`change:${name}`, schedule);
     stopTheme();
+    stopLive();
     if (sizer) sizer.disconnect();
   };
+}
+
+// ReviewAttention（第 14 章）：热力图上面一个文本框。读者每改一次，课程的 cls-bert 在浏览器里重读这条评论：
+// 好评的概率，和最后一层的注意力（与 Python 的 widgets.heatmap.head_maps 相同的图：各头平均 + 每个头，
+// 每张图最上面一行是各查询行的平均）。打开时显示 Python 算好的结果，改动之前不下载权重。
+function headMaps(att) {
+  const H = att.weights.length, T = att.tokens.length;
+  const avg = Array.from({ length: T }, (_, i) => Array.from({ length: T }, (_, j) =>
+    att.weights.reduce((s, w) => s + w[i][j], 0) / H));
+  const withMean = (m) => [Array.from({ length: T }, (_, j) => m.reduce((s, r) => s + r[j], 0) / T), ...m];
+  return { labels: [`${H} 个头平均`, ...att.weights.map((_, k) => `第 ${k + 1} 头`)],
+    maps: [avg, ...att.weights].map(withMean) };
+}
+
+function liveReview(model, root) {
+  const name = model.get("live_model");
+  const box = h("div", { class: "tfc-widget tfc-live" });
+  const input = h("textarea", { class: "tfc-live-input", rows: "2", "aria-label": "你自己的评论（改动后模型立即重读）",
+    placeholder: "写一条评论，例如：房间很干净，就是隔音太差" });
+  input.value = model.get("live_text");
+  const verdict = h("div", { class: "tfc-live-verdict", "aria-live": "polite", "data-testid": "live-verdict" });
+  const notes = h("div", { class: "tfc-note", "data-testid": "live-notes" });
+  box.append(h("label", { class: "tfc-live-label", text: "你自己的评论：" }), input, verdict, notes);
+  root.before(box);
+
+  function show(p, noteList, status) {
+    const fill = h("div", { class: "tfc-bar-fill" });
+    fill.style.width = `${(p * 100).toFixed(1)}%`;
+    verdict.replaceChildren(
+      h("span", { text: "P(好评) = " }), h("strong", { "data-testid": "live-prob", text: p.toFixed(3) }),
+      h("span", { text: `：判为${p >= 0.5 ? "好评" : "差评"}` }),
+      h("div", { class: "tfc-bar-track", role: "img", "aria-label": `好评的概率 ${(p * 100).toFixed(1)}%` }, fill));
+    notes.textContent = [status, ...noteList].filter(Boolean).join(" ");
+  }
+  show(model.get("live_prob"), model.get("live_notes") || [], "");
+
+  let latest = 0, frame = null;
+  async function recompute() {
+    frame = null;
+    const text = input.value, mine = ++latest;
+    if (!text) {
+      verdict.replaceChildren(h("span", { text: "先写一条评论：至少一个字。" }));
+      notes.textContent = "下面的热力图还是上一条评论的。";
+      return;
+    }
+    let m;
+    try {
+      const pending = courseModel(model, name);
+      notes.textContent = `正在取 ${name} 的权重（只在第一次）……`;
+      m = await pending;
+    } catch (e) {
+      notes.textContent = `没能载入模型 ${name}：${e.message}`;
+      return;
+    }
+    if (mine !== latest) return;                           // 读者又改了：只画最新的那一次
+    const att = m.attention(text);
+    const { labels, maps } = headMaps(att);
+    const q = ["（平均）", ...att.tokens];
+    const info = describeInput(text, model.get("live_limit"), m.known);
+    const row = model.get("row"), col = model.get("col");
+    commit(model, {
+      live_text: text, live_prob: att.p_positive, live_notes: info.notes, labels, weights: maps,
+      map_q_tokens: maps.map(() => q), map_k_tokens: maps.map(() => att.tokens),
+      row: Math.min(row, q.length - 1), col: col >= att.tokens.length ? -1 : col,
+    });
+    show(att.p_positive, info.notes, `${name} 在你的浏览器里读了这 ${att.tokens.length - 2} 个字。`);
+  }
+  const onInput = () => { if (frame === null) frame = requestAnimationFrame(recompute); };
+  input.addEventListener("input", onInput);
+  return () => { input.removeEventListener("input", onInput); box.remove(); };
 }
 
 export default { render };

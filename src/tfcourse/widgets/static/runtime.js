@@ -1,20 +1,34 @@
 // 课程模型的浏览器运行时：在读者的浏览器里、不要 Python，用课程自己训练的权重算 logits、接着写。
-// ES 模块，没有第三方代码。权重是网站自己的文件（_static/tfcourse/models/NAME.safetensors，make book 时由
-// tfcourse.webmodels 从检查点导出），第一次 load 时才下载。
+// ES 模块，没有第三方代码。网站上它是 _static/tfcourse/runtime.js，每一页都加载；权重是网站自己的文件
+// （_static/tfcourse/models/NAME.safetensors，make book 时由 tfcourse.webmodels 从检查点导出），第一次 load 时才下载。
+// Jupyter / Colab / Binder 里没有网站：小部件向 Python 要这份源码和权重（见 widgets/static/_live.js），
+// 用 fromSafetensors 建模型，不碰 window.tfcourse。
 //
 // 每个函数按它对照的 Python 命名，形状写在注释里（T 个位置、C = d_model、H 个头、D = C / H、V 个 token），
 // 读者可以把两边并排看：
 //   embed            ↔ gpt.GPT.forward 的 tok_emb(ids) + pos_emb.weight[P:P+T]
 //   layerNorm        ↔ torch.nn.LayerNorm
 //   linear           ↔ torch.nn.Linear
-//   multiHeadAttention ↔ attention.MultiHeadAttention（带 KV 缓存，因果掩码）
+//   multiHeadAttention ↔ attention.MultiHeadAttention（因果掩码或填充掩码；GPT 用 KV 缓存）
 //   feedForward      ↔ layers.FeedForward（GELU）
-//   encoderLayer     ↔ layers.EncoderLayer(norm_first=True)
+//   encoderLayer     ↔ layers.EncoderLayer（GPT 是 norm_first=True 的 pre-LN，BERT 是 post-LN）
 //   gptForward       ↔ gpt.GPT.forward(ids, cache, last_only=True)
 //   generate         ↔ gpt.generate（temperature = 0 是贪心；温度、top-k、top-p、suppress_ids、无分类器引导）
-// 契约：window.tfcourse.models.load("gpt-zh" 或 "gpt-zh-ctrl") → { encode(text), logits(ids), generate(ids, n, options) }。
+//   bertEmbed        ↔ bert.BertModel.embed（词向量 + 段向量 + 位置向量 → LayerNorm）
+//   bertForward      ↔ bert.BertModel.forward；mlmHead ↔ bert.BertForMaskedLM.head
+//   classifierForward ↔ classify.BertClassifier.forward（平均池化 → 线性层）
+// 契约：window.tfcourse.models.load(name)
+//   "gpt-zh"、"gpt-zh-ctrl" → { encode(text), logits(ids), generate(ids, n, options) }
+//   "bert-zh"               → { encode(text), logits(ids)：T × V 的掩码语言模型 logits（按行摊平） }
+//   "cls-bert"              → { encode(text), probPositive(text), attention(text) → { tokens, weights: H × T × T } }
 
-const MODELS_URL = new URL("./models/", import.meta.url);
+// 权重所在的目录：本模块是网站的文件时，就在它旁边的 models/；从 blob: 地址加载（Jupyter）时没有这个目录
+const MODELS_URL = (() => {
+  try {
+    const url = new URL("./models/", import.meta.url);
+    return /^(https?|file):$/.test(url.protocol) ? url : null;
+  } catch (e) { return null; }
+})();
 
 // ---------------------------------------------------------------- 读 safetensors（float16 → float32）
 function halfToFloat(h) {
@@ -95,9 +109,11 @@ export function embed(w, ids, P) {                        // ids (T,) → (T, C)
   return x;
 }
 
-// 自注意力，带 KV 缓存：新来的 T 个位置接在缓存里的 P 个之后；位置 P+t 只能看 0…P+t（因果掩码）。
+// 自注意力。新来的 T 个位置接在缓存里的 P 个之后（GPT 的 KV 缓存；BERT 每次从空缓存开始，P = 0）。
+// causal：位置 P+t 只能看 0…P+t（因果掩码）；否则看全部 P+T 个，keyMask[s] 为 false 的键不看（填充掩码）。
 // x (T, C) → (T, C)；cache = { k: Float32Array(maxLen·C), v: …, length: P }，算完 length 变成 P + T。
-export function multiHeadAttention(w, prefix, x, T, C, H, cache) {
+// weightsOut：给了就把每个头的注意力权重写进去，(H, T, P+T) 按行摊平（↔ attention_weights）。
+export function multiHeadAttention(w, prefix, x, T, C, H, cache, { causal = true, keyMask = null, weightsOut = null } = {}) {
   const D = C / H, P = cache.length;
   const q = linear(x, T, w[prefix + "q_proj.weight"], w[prefix + "q_proj.bias"]);   // (T, C)
   const k = linear(x, T, w[prefix + "k_proj.weight"], w[prefix + "k_proj.bias"]);
@@ -110,9 +126,10 @@ export function multiHeadAttention(w, prefix, x, T, C, H, cache) {
   const scores = new Float64Array(P + T);
   for (let h = 0; h < H; h++) {
     for (let t = 0; t < T; t++) {
-      const S = P + t + 1;                                // 这个位置能看的键：0…P+t
+      const S = causal ? P + t + 1 : P + T;               // 这个位置能看的键：0…S-1
       let max = -Infinity;
       for (let s = 0; s < S; s++) {
+        if (keyMask && !keyMask[s]) { scores[s] = -Infinity; continue; }
         let dot = 0;
         for (let d = 0; d < D; d++) dot += q[t * C + h * D + d] * cache.k[s * C + h * D + d];
         scores[s] = dot * scale;
@@ -120,6 +137,7 @@ export function multiHeadAttention(w, prefix, x, T, C, H, cache) {
       }
       let sum = 0;
       for (let s = 0; s < S; s++) { scores[s] = Math.exp(scores[s] - max); sum += scores[s]; }
+      if (weightsOut) for (let s = 0; s < S; s++) weightsOut[(h * T + t) * (P + T) + s] = scores[s] / sum;
       for (let d = 0; d < D; d++) {
         let acc = 0;
         for (let s = 0; s < S; s++) acc += scores[s] * cache.v[s * C + h * D + d];
@@ -135,15 +153,19 @@ export function feedForward(w, prefix, x, T) {            // (T, C) → (T, F) �
   return linear(h, T, w[prefix + "linear2.weight"], w[prefix + "linear2.bias"]);
 }
 
-export function encoderLayer(w, i, x, T, cfg, cache) {   // pre-LN：x = x + Attn(LN(x))；x = x + FFN(LN(x))
-  const C = cfg.d_model, p = `layers.${i}.`;
-  const a = multiHeadAttention(w, p + "self_attn.", layerNorm(x, T, C, w[p + "norm1.weight"], w[p + "norm1.bias"], cfg.eps),
-    T, C, cfg.n_heads, cache);
-  const y = new Float32Array(x.length);
-  for (let j = 0; j < x.length; j++) y[j] = x[j] + a[j];
-  const f = feedForward(w, p + "ffn.", layerNorm(y, T, C, w[p + "norm2.weight"], w[p + "norm2.bias"], cfg.eps), T);
-  for (let j = 0; j < y.length; j++) y[j] += f[j];
-  return y;
+// pre-LN（cfg.norm_first，GPT）：x = x + Attn(LN(x))；x = x + FFN(LN(x))
+// post-LN（BERT）：        x = LN(x + Attn(x))；x = LN(x + FFN(x))
+export function encoderLayer(w, p, x, T, cfg, cache, attention = {}) {
+  const C = cfg.d_model, eps = cfg.eps;
+  const ln1 = (z) => layerNorm(z, T, C, w[p + "norm1.weight"], w[p + "norm1.bias"], eps);
+  const ln2 = (z) => layerNorm(z, T, C, w[p + "norm2.weight"], w[p + "norm2.bias"], eps);
+  const add = (z, f) => { const y = new Float32Array(z.length); for (let j = 0; j < z.length; j++) y[j] = z[j] + f[j]; return y; };
+  if (cfg.norm_first) {
+    const y = add(x, multiHeadAttention(w, p + "self_attn.", ln1(x), T, C, cfg.n_heads, cache, attention));
+    return add(y, feedForward(w, p + "ffn.", ln2(y), T));
+  }
+  const y = ln1(add(x, multiHeadAttention(w, p + "self_attn.", x, T, C, cfg.n_heads, cache, attention)));
+  return ln2(add(y, feedForward(w, p + "ffn.", y, T)));
 }
 
 // ids (T,) 接在缓存之后 → 最后一个位置的 logits (V,)：末尾的 LayerNorm，再乘词向量表（输出层与它共享权重）
@@ -153,9 +175,49 @@ export function gptForward(model, ids, cache) {
     throw new Error(`位置数超过 max_len=${cfg.max_len}：已缓存 ${cache.length} 个、这次又给了 ${T} 个。`);
   }
   let x = embed(w, ids, cache.length);
-  for (let i = 0; i < cfg.n_layers; i++) x = encoderLayer(w, i, x, T, cfg, cache.layers[i]);
+  for (let i = 0; i < cfg.n_layers; i++) x = encoderLayer(w, `layers.${i}.`, x, T, cfg, cache.layers[i]);
   const last = layerNorm(x.subarray((T - 1) * C), 1, C, w["norm.weight"], w["norm.bias"], cfg.eps);
   return linear(last, 1, w["tok_emb.weight"], null);      // (V,)
+}
+
+// ---------------------------------------------------------------- BERT（第 12、14 章）
+export function bertEmbed(w, ids, cfg) {                  // ids (T,) → (T, C)：词向量 + 段向量（句子 A）+ 位置 0…T-1，再 LayerNorm
+  const C = cfg.d_model, T = ids.length;
+  const tok = w["bert.tok_emb.weight"].data, seg = w["bert.seg_emb.weight"].data, pos = w["bert.pos_emb.weight"].data;
+  const x = new Float32Array(T * C);
+  ids.forEach((id, t) => {
+    for (let c = 0; c < C; c++) x[t * C + c] = tok[id * C + c] + seg[c] + pos[t * C + c];
+  });
+  return layerNorm(x, T, C, w["bert.emb_norm.weight"], w["bert.emb_norm.bias"], cfg.eps);
+}
+
+// ids (T,) → 最后一层的隐藏状态 (T, C)；双向注意力（没有因果掩码），mask[t] 为 false 的是填充。
+// weights：给了数组，就把每一层的注意力权重 (H, T, T) 依次放进去。
+export function bertForward(model, ids, mask = null, weights = null) {
+  const { w, cfg } = model, T = ids.length, H = cfg.n_heads;
+  let x = bertEmbed(w, ids, cfg);
+  for (let i = 0; i < cfg.n_layers; i++) {
+    const cache = { k: new Float32Array(T * cfg.d_model), v: new Float32Array(T * cfg.d_model), length: 0 };
+    const weightsOut = weights ? new Float32Array(H * T * T) : null;
+    x = encoderLayer(w, `bert.layers.${i}.`, x, T, cfg, cache, { causal: false, keyMask: mask, weightsOut });
+    if (weights) weights.push(weightsOut);
+  }
+  return x;
+}
+
+export function mlmHead(w, h, T, cfg) {                   // (T, C) → dense → GELU → LayerNorm → ·词向量表ᵀ + 偏置 → (T, V)
+  const z = layerNorm(gelu(linear(h, T, w["transform.weight"], w["transform.bias"])), T, cfg.d_model,
+    w["transform_norm.weight"], w["transform_norm.bias"], cfg.eps);
+  return linear(z, T, w["bert.tok_emb.weight"], w["decoder.bias"]);
+}
+
+export function classifierForward(model, ids, weights = null) {   // ids (T,) → 两类的 logits (2,)：真实 token 上平均 → 线性层
+  const { w, cfg } = model, T = ids.length, C = cfg.d_model;
+  const h = bertForward(model, ids, null, weights);
+  const pooled = new Float32Array(C);
+  for (let t = 0; t < T; t++) for (let c = 0; c < C; c++) pooled[c] += h[t * C + c];
+  for (let c = 0; c < C; c++) pooled[c] /= T;
+  return linear(pooled, 1, w["head.weight"], w["head.bias"]);
 }
 
 function newCache(cfg) {
@@ -221,18 +283,26 @@ function checkIds(ids, cfg) {
   if (ids.length > cfg.max_len) throw new Error(`ids 有 ${ids.length} 个位置，超过了模型的 max_len=${cfg.max_len}。`);
 }
 
-function gptModel(name, w, metadata) {
-  const cfg = JSON.parse(metadata.config);
+function charTable(metadata) {                            // 字表：encode 与 CharVocab.encode 相同
   const vocab = JSON.parse(metadata.vocab);
   const stoi = new Map(vocab.itos.map((ch, i) => [ch, i]));
-  const model = { w, cfg };
   return {
-    name, config: cfg, itos: vocab.itos, sourceSha256: metadata.source_sha256,
-    encode(text) {                                        // ↔ CharVocab.encode：每个字（码位）一个 id，字表外的记作 □
+    itos: vocab.itos,
+    id: (token) => stoi.get(token),
+    known: (ch) => stoi.has(ch),                          // 这个字在不在字表里
+    encode(text) {                                        // 每个字（码位）一个 id，字表外的记作 [UNK]
       if (typeof text !== "string") throw new Error(`text 应为字符串，实际为 ${typeof text}。`);
       return Array.from(text, (ch) => (stoi.has(ch) ? stoi.get(ch) : vocab.unk_id));
     },
-    decode(ids) { return Array.from(ids, (i) => vocab.itos[i]).join(""); },
+  };
+}
+
+function gptModel(name, w, metadata) {
+  const cfg = JSON.parse(metadata.config), table = charTable(metadata), model = { w, cfg };
+  return {
+    name, config: cfg, itos: table.itos, sourceSha256: metadata.source_sha256, known: table.known,
+    encode: table.encode,                                 // ↔ CharVocab.encode：每个字（码位）一个 id，字表外的记作 □
+    decode(ids) { return Array.from(ids, (i) => table.itos[i]).join(""); },
     logits(ids) {                                         // ↔ model(torch.tensor([ids]))[0, -1]
       checkIds(ids, cfg);
       return gptForward(model, Array.from(ids), newCache(cfg));
@@ -274,21 +344,68 @@ function gptModel(name, w, metadata) {
   };
 }
 
+function bertMlmModel(name, w, metadata) {               // "bert-zh"：第 12 章的中文 BERT 与它的预测头
+  const cfg = JSON.parse(metadata.config), table = charTable(metadata), model = { w, cfg };
+  return {
+    name, config: cfg, itos: table.itos, sourceSha256: metadata.source_sha256, known: table.known, encode: table.encode,
+    specials: Object.fromEntries(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].map((t) => [t, table.id(t)])),
+    logits(ids) {                                         // ↔ BertForMaskedLM(torch.tensor([ids]))[0]：(T, V) 按行摊平
+      checkIds(ids, cfg);
+      const T = ids.length;
+      return mlmHead(w, bertForward(model, Array.from(ids)), T, cfg);
+    },
+  };
+}
+
+function clsBertModel(name, w, metadata) {               // "cls-bert"：第 14 章在 bert-zh 上微调的评论分类器
+  const cfg = JSON.parse(metadata.config), table = charTable(metadata), model = { w, cfg };
+  const cls = table.id("[CLS]"), sep = table.id("[SEP]");
+  const encode = (text) => {                              // ↔ BertCharEncoder.encode：[CLS] + 前 max_len − 2 个字 + [SEP]
+    if (typeof text !== "string") throw new Error(`text 应为字符串，实际为 ${typeof text}。`);
+    const chars = Array.from(text).slice(0, cfg.max_len - 2).join("");
+    return [cls, ...(chars ? table.encode(chars) : []), sep];
+  };
+  const prob = (logits) => 1 / (1 + Math.exp(logits[0] - logits[1]));   // softmax 的第 1 类（好评）
+  return {
+    name, config: cfg, itos: table.itos, sourceSha256: metadata.source_sha256, known: table.known, encode,
+    probPositive(text) { return prob(classifierForward(model, encode(text))); },   // ↔ predict_proba([text])[0]
+    attention(text) {                                     // ↔ ReviewClassifier.attention(text)：最后一层，H × T × T
+      if (typeof text !== "string" || !text) throw new Error("text 应为一条非空的评论（字符串）。");
+      const ids = encode(text), T = ids.length, layers = [];
+      const p = prob(classifierForward(model, ids, layers));
+      const last = layers[layers.length - 1];
+      const weights = Array.from({ length: cfg.n_heads }, (_, h) =>
+        Array.from({ length: T }, (_, t) => Array.from(last.subarray((h * T + t) * T, (h * T + t + 1) * T))));
+      return { tokens: ids.map((i) => table.itos[i]), weights, p_positive: p };
+    },
+  };
+}
+
+const BUILDERS = { gpt: gptModel, "bert-mlm": bertMlmModel, "bert-cls": clsBertModel };
+
+export function fromSafetensors(name, buffer) {          // safetensors 的字节 → 模型对象
+  const { tensors, metadata } = parseSafetensors(buffer);
+  if (!BUILDERS[metadata.kind]) throw new Error(`模型 ${name} 的种类 ${metadata.kind} 还不能在浏览器里运行。`);
+  if (metadata.model !== name) throw new Error(`这份权重是模型 ${metadata.model} 的，不是 ${name}。`);
+  return BUILDERS[metadata.kind](name, tensors, metadata);
+}
+
 const cache = new Map();
 
 export function load(name) {                              // 第一次调用时下载权重；同一个模型只下载一次
   if (!cache.has(name)) {
     cache.set(name, (async () => {
+      if (!MODELS_URL) throw new Error("这里不是本书的网站，没有权重文件可下载：在笔记本里由小部件向 Python 要权重。");
       const response = await fetch(new URL(`${name}.safetensors`, MODELS_URL));
       if (!response.ok) throw new Error(`没有找到模型 ${name} 的权重（${response.status}）：网站是用 make book 构建的吗？`);
-      const { tensors, metadata } = parseSafetensors(await response.arrayBuffer());
-      if (metadata.kind !== "gpt") throw new Error(`模型 ${name} 的种类 ${metadata.kind} 还不能在浏览器里运行。`);
-      return gptModel(name, tensors, metadata);
+      return fromSafetensors(name, await response.arrayBuffer());
     })());
     cache.get(name).catch(() => cache.delete(name));     // 下载失败的下次重试
   }
   return cache.get(name);
 }
 
-window.tfcourse = window.tfcourse || {};
-window.tfcourse.models = { load };
+if (MODELS_URL && typeof window !== "undefined") {
+  window.tfcourse = window.tfcourse || {};
+  window.tfcourse.models = { load };
+}
