@@ -103,3 +103,82 @@ def test_mask_filler_says_what_it_cannot_do():
     assert rank == -1 and p == 0.0 and len(top) == 5                       # 原字不在字表里
     w = MaskFiller("好" * 130, 3)
     assert w.live_notes == ["模型只读前 126 个字：从第 127 个字「好」起没有读。"]
+
+
+def test_mulberry32_is_the_browsers_generator():
+    """与 runtime.js 的 mulberry32 逐位相同（这几个数是 Node 里 Math.imul 那一版算的）。"""
+    from tfcourse.widgets.live import mulberry32
+
+    r = mulberry32(0)
+    assert [round(r(), 6) for _ in range(3)] == [0.266429, 0.00033, 0.223272]
+    a, b = mulberry32(7), mulberry32(7)
+    seq = [a() for _ in range(1000)]
+    assert seq == [b() for _ in range(1000)] and all(0 <= x < 1 for x in seq)
+    assert abs(sum(seq) / len(seq) - 0.5) < 0.05                                 # 大致均匀
+
+
+def test_greedy_generation_steps_equal_gpt_generate():
+    import torch
+
+    from tfcourse import control, gpt, webmodels
+    from tfcourse.widgets.live import generation_steps
+
+    model, vocab = webmodels.reference_model("gpt-zh")
+    never = [vocab.unk_id] + [vocab.id(t) for t in control.CONTROL_TOKENS.values()]
+    for prompt in ("这家酒店", "", "饕餮😀"):
+        run = generation_steps("gpt-zh", prompt, n_new=16)
+        ids = torch.tensor([[control.SEP] + vocab.encode(prompt)])
+        ref = gpt.generate(model, ids, 16, temperature=0.0, suppress_ids=never)[0, ids.shape[1]:].tolist()
+        assert run["ids"] == ref[:len(run["ids"])] and (run["ended"] or len(run["ids"]) == 16)
+        assert run["prompt_ids"] == ids[0].tolist()
+        for s in run["steps"]:
+            probs = [p for _, p in s["top"]]
+            assert s["rank"] == 0 and s["kept"] == 1 and probs == sorted(probs, reverse=True)
+            assert not {i for i, _ in s["top"]} & set(never)                    # □ 与控制 token 从不候选
+
+
+def test_sampled_steps_keep_what_the_rules_keep_and_draw_from_it():
+    from tfcourse.widgets.live import generation_steps
+
+    a = generation_steps("gpt-zh", "这本书", temperature=1.2, top_k=8, seed=5)
+    assert a == generation_steps("gpt-zh", "这本书", temperature=1.2, top_k=8, seed=5)   # 同一个种子，同样的字
+    assert a["ids"] != generation_steps("gpt-zh", "这本书", temperature=1.2, top_k=8, seed=6)["ids"]
+    assert all(8 <= s["kept"] and s["rank"] < s["kept"] for s in a["steps"])
+    b = generation_steps("gpt-zh", "这本书", temperature=1.0, top_p=0.5, seed=1)
+    assert all(s["rank"] < s["kept"] for s in b["steps"]) and any(s["kept"] > 1 for s in b["steps"])
+
+
+def test_guided_generation_needs_the_control_model_and_a_label():
+    from tfcourse.widgets.live import LiveGeneration, generation_steps
+
+    with pytest.raises(ValueError, match="gpt-zh-ctrl"):
+        generation_steps("gpt-zh", "好", label=1)
+    with pytest.raises(ValueError, match="label"):
+        generation_steps("gpt-zh-ctrl", "好", guidance=2.0)
+    with pytest.raises(ValueError, match="LiveGeneration 只能用"):
+        LiveGeneration("好", "bert-zh")
+    with pytest.raises(ValueError, match="滑块的范围"):
+        LiveGeneration("好", temperature=3.0)
+    up = generation_steps("gpt-zh-ctrl", "这家店", label=1, guidance=3.0)
+    down = generation_steps("gpt-zh-ctrl", "这家店", label=0, guidance=3.0)
+    assert up["prompt_ids"][:2] != down["prompt_ids"][:2] and up["ids"] != down["ids"]
+
+
+def test_live_generation_masks_what_it_shows_and_says_what_it_cut():
+    from tfcourse.widgets.live import LiveGeneration
+
+    w = LiveGeneration("好" * 60, n_new=24)
+    assert w.live_notes[0].startswith("模型只读前 39 个字")                      # 64 − 24 − 1（⏎）
+    assert len(w.prompt_tokens) == 39 and w.tokens and w.steps
+    u = LiveGeneration("𠮷𪚥")
+    assert u.prompt_tokens == ["□", "□"] and u.live_notes == ["「𠮷」「𪚥」不在字表里，模型看到的是 □。"]
+
+
+def test_runtime_function_listing_is_the_whole_function():
+    from tfcourse.webmodels import runtime_function
+
+    src = runtime_function("multiHeadAttention")
+    assert src.startswith("// ") and "export function multiHeadAttention(" in src and src.rstrip().endswith("}")
+    assert src.count("{") == src.count("}")
+    with pytest.raises(ValueError, match="nope"):
+        runtime_function("nope")

@@ -20,7 +20,8 @@ import struct
 
 import torch
 
-__all__ = ["MODELS", "RUNTIME", "export", "reference_model", "write_all", "write_site"]
+__all__ = ["MODELS", "RUNTIME", "export", "reference_model", "runtime_function", "show_runtime_source", "write_all",
+           "write_site"]
 
 RUNTIME = pathlib.Path(__file__).parent / "widgets" / "static" / "runtime.js"    # 浏览器运行时的唯一一份源码
 MODELS = ("gpt-zh", "gpt-zh-ctrl", "bert-zh", "cls-bert")
@@ -107,6 +108,10 @@ def export(name: str) -> bytes:
     model, vocab, sha, cfg = _load(name)
     meta = {"model": name, "kind": KINDS[name], "source_sha256": sha, "config": json.dumps(cfg),
             "vocab": json.dumps({"itos": list(vocab.itos), "unk_id": vocab.unk_id}, ensure_ascii=False)}
+    if KINDS[name] == "gpt":                  # 生成的字显示之前先遮住侮辱性的词（tfcourse.safety 的词表）
+        from .widgets.live import offensive_rules
+
+        meta["offensive"] = json.dumps(offensive_rules(), ensure_ascii=False)
     return _safetensors(_tensors(model), meta)
 
 
@@ -151,3 +156,25 @@ def write_site(static_dir) -> list[pathlib.Path]:
     if not runtime.exists() or runtime.read_bytes() != RUNTIME.read_bytes():
         runtime.write_bytes(RUNTIME.read_bytes())
     return [runtime, *write_all(static_dir / "models")]
+
+
+def runtime_function(name: str) -> str:
+    """runtime.js 里函数 name 的源码（连同它上面紧挨着的注释）：第 13 章把它与 Python 的那一个并排放。"""
+    lines = RUNTIME.read_text(encoding="utf-8").splitlines()
+    head = f"export function {name}("
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(head)]
+    if len(starts) != 1:
+        raise ValueError(f"runtime.js 里没有（或不止一个）名为 {name!r} 的导出函数。")
+    first = last = starts[0]
+    while first > 0 and lines[first - 1].startswith("//"):
+        first -= 1
+    while lines[last] != "}":
+        last += 1
+    return "\n".join(lines[first:last + 1]) + "\n"
+
+
+def show_runtime_source(name: str) -> None:
+    """在笔记本里把 runtime.js 里函数 name 的源码显示成 JavaScript 代码块（所在单元加标签 remove-input）。"""
+    from IPython.display import Markdown, display
+
+    display(Markdown("```javascript\n" + runtime_function(name) + "```"))

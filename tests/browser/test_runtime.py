@@ -212,3 +212,21 @@ def test_review_classifier_matches_torch_on_readers_texts(runtime):
     assert any(len(r["ids"]) == clf.encoder.max_len for r in got)           # 截断到 max_len 的长评论
     assert min(p_ref) < 0.2 and max(p_ref) > 0.8                           # 好评、差评都有
     print(f"cls-bert：{len(texts)} 段文字，概率的最大差 {worst_p:.1e}，注意力权重的最大差 {worst_w:.1e}")
+
+
+def test_bert_logits_at_one_position_are_that_row_of_the_full_logits(runtime):
+    """logitsAt(ids, t)（第 12 章的填空只算被遮住的那一行）与 logits(ids) 的第 t 行相同；位置越界给出说明。"""
+    got = runtime.page.evaluate("""async () => {
+        const m = await window.tfcourse.models.load("bert-zh");
+        const ids = m.encode("酒店的服务很好，房间也很干净。"), V = m.config.vocab_size;
+        const full = m.logits(ids);
+        let worst = 0;
+        for (const t of [0, 3, ids.length - 1]) {
+          const row = m.logitsAt(ids, t);
+          for (let v = 0; v < V; v++) worst = Math.max(worst, Math.abs(row[v] - full[t * V + v]));
+        }
+        let error = null;
+        try { m.logitsAt(ids, ids.length); } catch (e) { error = e.message; }
+        return { worst, error };
+    }""")
+    assert got["worst"] < 1e-4 and "position" in got["error"]

@@ -228,3 +228,111 @@ def test_hiding_a_character_on_a_phone_asks_bert_zh_in_the_browser(browser, site
         v.assert_clean()
     finally:
         ctx.close()
+
+
+# ---------- 第 13、15 章：读者的开头，课程的 GPT 接着写 ----------
+
+def _rerun(page, gen, action):
+    """做一个改动（action(page)），等小部件在浏览器里重写完：先清掉状态行，等它重新写上"写了这 N 个字"。"""
+    gen.locator("[data-testid=live-notes]").evaluate("(el) => { el.textContent = ''; }")
+    action(page)
+    page.wait_for_function("(el) => /浏览器里写了这/.test(el.querySelector('[data-testid=live-notes]').innerText)",
+                           arg=gen.element_handle(), timeout=60_000)
+
+
+def _slide(key, value):
+    return lambda page: page.locator(f".tfc-gen [data-testid={key}]").evaluate(
+        "(el, v) => { el.value = String(v); el.dispatchEvent(new Event('input')); }", value)
+
+
+def _shown(gen) -> dict:
+    toks = gen.locator("button.tfc-gen-tok").all_inner_texts()
+    rows = gen.locator("[data-testid=gen-candidates] .tfc-bar-row")
+    top = [(r.locator(".tfc-bar-name").inner_text(), float(r.locator(".tfc-bar-value").inner_text())) for r in rows.all()]
+    kept = sum("tfc-dropped" not in (r.get_attribute("class") or "") for r in rows.all())
+    return {"tokens": toks, "top": top, "kept_shown": kept, "readout": gen.locator("[data-testid=gen-readout]").inner_text()}
+
+
+def _expected(name, prompt, **settings) -> dict:
+    """Python 一侧（LiveGeneration 打开时用的同一个函数）对同样设置算出的结果，按网页的显示方式整理。"""
+    from tfcourse import webmodels
+    from tfcourse.widgets.live import _display, generation_steps
+
+    run = generation_steps(name, prompt, **settings)
+    _, vocab = webmodels.reference_model(name)
+    n_prefix = 1 if settings.get("label") is None else 2
+    _, written = _display(vocab, run["prompt_ids"][n_prefix:], run["ids"])
+    return {"tokens": written, "steps": run["steps"], "vocab": vocab}
+
+
+def _same_run(got, want, step=0):
+    assert got["tokens"] == want["tokens"], ("".join(got["tokens"]), "".join(want["tokens"]))
+    st = want["steps"][step]
+    assert [c for c, _ in got["top"]] == [want["vocab"].itos[i] for i, _ in st["top"]]
+    assert all(abs(a - b) < 1e-3 for (_, a), (_, b) in zip(got["top"], st["top"]))
+    assert got["kept_shown"] == min(st["kept"], 10) and f"排第 {st['rank'] + 1}" in got["readout"]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_readers_prompt_is_continued_by_gpt_zh_in_the_browser(browser, site_url, scheme):
+    from tfcourse.widgets.live import LiveGeneration
+
+    fetched = []
+    ctx, v = open_page(browser, site_url, chapter_page(13), color_scheme=scheme, wait_for=".tfc-gen",
+                       on_response=lambda r: fetched.append(r.url), **PHONE)
+    try:
+        page = v.page
+        gen = page.locator(".tfc-gen")
+        assert gen.count() == 1
+        gen.scroll_into_view_if_needed()
+        prompt = gen.locator("textarea").input_value()
+        opening = LiveGeneration(prompt)
+        assert _shown(gen)["tokens"] == opening.tokens and not any(".safetensors" in u for u in fetched)
+
+        _rerun(page, gen, lambda p: gen.locator("textarea").fill("手机的屏幕"))    # 读者的开头，贪心
+        _same_run(_shown(gen), _expected("gpt-zh", "手机的屏幕"))
+        settings = {"temperature": 1.0, "top_p": 0.9, "seed": 3}                  # 抽样：同样的种子、同样的字
+        for key, value in settings.items():
+            _rerun(page, gen, _slide(key, value))
+        _same_run(_shown(gen), _expected("gpt-zh", "手机的屏幕", **settings))
+        _rerun(page, gen, _slide("top_k", 5))
+        want = _expected("gpt-zh", "手机的屏幕", top_k=5, **settings)
+        _same_run(_shown(gen), want)
+        gen.locator("button.tfc-gen-tok").nth(2).click()                          # 点第 3 个字：看那一步
+        got = _shown(gen)
+        assert got["readout"].startswith(f"第 3 步写出「{want['tokens'][2]}」")
+        _same_run(got, want, step=2)
+        assert sum(".safetensors" in u for u in fetched) == 1 and any(u.endswith("/gpt-zh.safetensors") for u in fetched)
+
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        from test_site import _CONTRAST_JS
+        ratios = gen.evaluate(_CONTRAST_JS, [".tfc-live-label", "[data-testid=gen-readout]", "textarea", "button.tfc-gen-tok"])
+        low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
+        assert low == {}, f"{scheme} 主题下对比度不足 4.5:1：{low}"
+        v.assert_clean()
+    finally:
+        ctx.close()
+
+
+def test_control_and_guidance_steer_the_readers_prompt_in_chapter_15(browser, site_url):
+    ctx, v = open_page(browser, site_url, chapter_page(15), wait_for=".tfc-gen", **PHONE)
+    try:
+        page = v.page
+        gen = page.locator(".tfc-gen")
+        gen.scroll_into_view_if_needed()
+        prompt = gen.locator("textarea").input_value()
+        g = float(gen.locator("[data-testid=guidance]").input_value())
+        base = {"temperature": 1.0, "top_p": 0.9, "seed": 0}
+        assert g > 1 and gen.locator("[data-testid=label]").input_value() == "0"
+        opening = _expected("gpt-zh-ctrl", prompt, label=0, guidance=g, **base)
+        assert _shown(gen)["tokens"] == opening["tokens"]                          # 打开时的视图（Python 算的）
+        _rerun(page, gen, lambda p: gen.locator("[data-testid=label]").select_option("1"))
+        _same_run(_shown(gen), _expected("gpt-zh-ctrl", prompt, label=1, guidance=g, **base))
+        _rerun(page, gen, _slide("guidance", 1))
+        _same_run(_shown(gen), _expected("gpt-zh-ctrl", prompt, label=1, guidance=1.0, **base))
+        _rerun(page, gen, _slide("temperature", 0))                                # 贪心 + 引导：逐字与 Python 相同
+        _rerun(page, gen, _slide("guidance", 3))
+        _same_run(_shown(gen), _expected("gpt-zh-ctrl", prompt, label=1, guidance=3.0, **dict(base, temperature=0.0)))
+        v.assert_clean()
+    finally:
+        ctx.close()

@@ -3,6 +3,7 @@
 - `LiveModels`：这类小部件的 Python 一侧。本书网站上，前端从网站自己的文件取运行时（runtime.js）和权重；
   Jupyter / Colab / Binder 里没有网站，前端第一次要用模型时向 Python 要，这里回运行时的源码和 float16 权重。
 - `MaskFiller`（第 12 章）：读者的句子，点一个字遮住，bert-zh 猜那里是什么；
+- `LiveGeneration`（第 13、15 章）：读者的开头，gpt-zh（或带控制 token 的 gpt-zh-ctrl）接着写，一步一步看候选；
 - `ReviewAttention`（第 14 章）：读者的评论 → cls-bert 的好评概率与最后一层的注意力。
 
 打开时的视图由 Python 用浏览器那一份 float16 权重（`tfcourse.webmodels.reference_model`）算好，
@@ -18,7 +19,16 @@ import traitlets as t
 from ._base import CourseWidget, esm
 from .heatmap import AttentionHeatmap, head_maps
 
-__all__ = ["LiveModels", "MaskFiller", "ReviewAttention", "fill_candidates", "input_notes"]
+__all__ = ["LiveGeneration", "LiveModels", "MaskFiller", "ReviewAttention", "fill_candidates", "generation_steps", "input_notes",
+           "mulberry32"]
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(name: str):
+    """webmodels.reference_model(name)，每个模型只载入一次：小部件只读它（评估模式、不求梯度），从不改它。"""
+    from .. import webmodels
+
+    return webmodels.reference_model(name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,7 +62,7 @@ class LiveModels:
                   buffers=[_exported(name)])
 
 
-def input_notes(text: str, limit: int, known) -> list[str]:
+def input_notes(text: str, limit: int, known, unk: str = "[UNK]") -> list[str]:
     """读者的文字在模型眼里缺了什么：超出 limit 个字的部分没有读、字表外的字成了 [UNK]。
     与 _live.js 的 describeInput 逐字相同（浏览器测试核对两边）。known(ch) -> 这个字在不在字表里。"""
     chars = list(text)
@@ -63,7 +73,7 @@ def input_notes(text: str, limit: int, known) -> list[str]:
         notes.append(f"模型只读前 {limit} 个字：从第 {limit + 1} 个字「{chars[limit]}」起没有读。")
     if unknown:
         shown = "".join(f"「{c}」" for c in unknown[:6])
-        notes.append(f"{shown}{f' 等 {len(unknown)} 个字' if len(unknown) > 6 else ''}不在字表里，模型看到的是 [UNK]。")
+        notes.append(f"{shown}{f' 等 {len(unknown)} 个字' if len(unknown) > 6 else ''}不在字表里，模型看到的是 {unk}。")
     return notes
 
 
@@ -86,13 +96,11 @@ class ReviewAttention(LiveModels, AttentionHeatmap):
     MODELS = ("cls-bert",)
 
     def __init__(self, text: str, model: str = "cls-bert", *, title: str = "", **kwargs):
-        from .. import webmodels
-
         if model not in self.MODELS:
             raise ValueError(f"ReviewAttention 只能用评论分类器 {'、'.join(self.MODELS)}，实际给了 {model!r}。")
         if not isinstance(text, str) or not text:
             raise ValueError(f"text 应为一条非空的评论（字符串），实际得到 {text!r}。")
-        clf, vocab = webmodels.reference_model(model)
+        clf, vocab = _reference(model)
         att = clf.attention(text)
         labels, maps = head_maps(att["weights"])
         tokens = att["tokens"]
@@ -108,9 +116,7 @@ def fill_candidates(text: str, position: int, k: int = 5):
     → (最可能的 k 个 (字, 概率), 原字的概率, 原字的名次（从 0 数；原字不在字表里时为 −1）)。MaskFiller 打开时的视图。"""
     import torch
 
-    from .. import webmodels
-
-    model, vocab = webmodels.reference_model("bert-zh")
+    model, vocab = _reference("bert-zh")
     chars = list(text)[:model.config.max_len - 2]
     if not chars:
         raise ValueError("text 至少要有一个字。")
@@ -148,16 +154,185 @@ class MaskFiller(LiveModels, CourseWidget):
     title = t.Unicode("").tag(sync=True)
 
     def __init__(self, text: str, position: int, *, k: int = 5, title: str = "", **kwargs):
-        from .. import webmodels
         from .._checks import positive_int
 
         if not isinstance(text, str) or not text:
             raise ValueError(f"text 应为一句非空的话（字符串），实际得到 {text!r}。")
         k = positive_int(k, "k")
-        model, vocab = webmodels.reference_model("bert-zh")
+        model, vocab = _reference("bert-zh")
         limit = model.config.max_len - 2
         top, p_orig, rank = fill_candidates(text, position, k)
         super().__init__(text=text, position=position, k=k, candidates=top, original_prob=p_orig, original_rank=rank,
                          live_limit=limit, live_notes=input_notes(text, limit, lambda c: c in vocab.stoi), title=title,
                          **kwargs)
+        self._listen_for_model_requests()
+
+
+# ---------------------------------------------------------------------------
+# 接着写：第 13 章（gpt-zh）与第 15 章（gpt-zh-ctrl，控制 token 与无分类器引导）
+# ---------------------------------------------------------------------------
+
+def mulberry32(seed: int):
+    """与 runtime.js 相同的小随机数发生器：同一个种子，Python 与浏览器得到同一串 [0, 1) 之间的数。"""
+    a = int(seed) & 0xFFFFFFFF
+    M = 0xFFFFFFFF
+
+    def imul(x, y):
+        return (x * y) & M
+
+    def rand() -> float:
+        nonlocal a
+        a = (a + 0x6D2B79F5) & M
+        t = a
+        t = imul(t ^ (t >> 15), t | 1)
+        t ^= (t + imul(t ^ (t >> 7), t | 61)) & M
+        return ((t ^ (t >> 14)) & M) / 4294967296
+
+    return rand
+
+
+def offensive_rules() -> list[dict]:
+    """tfcourse.safety 的词表，写成浏览器的正则表达式（源码与标志）：生成的字在浏览器里也先遮住再显示。
+    整条包在 (?i:…) 里的写成 i 标志（浏览器的正则不都认这种写法）。"""
+    from ..safety import offensive_patterns
+
+    out = []
+    for p in offensive_patterns():
+        src, flags = p.pattern, "gu"
+        if src.startswith("(?i:") and src.endswith(")"):
+            src, flags = src[4:-1], "giu"
+        out.append({"source": src, "flags": flags})
+    return out
+
+
+GEN_MODELS = ("gpt-zh", "gpt-zh-ctrl")
+GEN_TOP = 10                                   # 每一步列出打分最高的几个候选
+
+
+def generation_steps(name: str, prompt: str, *, n_new: int = 24, temperature: float = 0.0, top_k: int = 0,
+                     top_p: float = 1.0, seed: int = 0, label: int | None = None, guidance: float = 1.0) -> dict:
+    """读者的开头交给 gpt-zh（或带控制 token 的 gpt-zh-ctrl）接着写，每一步记下候选——LiveGeneration 打开时的视图；
+    浏览器里的 generation.js 一步一步做同样的事（同一份 float16 权重、同一个随机数发生器），测试逐 token 核对。
+
+    输入是 ⏎（第 13 章每段的开头）[+ <好评>/<差评>] + 开头的字；字表外的字是 □，□ 和控制 token 从不写出。
+    temperature = 0 是贪心；top_k = 0、top_p = 1 是不用；写到 ⏎（这段评论写完了）或 n_new 个字为止。
+    guidance > 1（要有 label）：无分类器引导，反面提示是相反的控制 token（第 15 章）。
+    返回 {"prompt_ids", "ids"（写出的）, "steps": [{"top": [[id, 概率], …], "kept": 留下几个, "rank": 写出的字排第几}], "ended"}。
+    概率是这个温度下（贪心时按温度 1）整张字表上的 softmax；"留下"是温度、top-k、top-p 都用过之后还在的候选数。"""
+    import numpy as np
+    import torch
+
+    from .. import control
+    from ..sampling import apply_sampling_rules
+
+    if name not in GEN_MODELS:
+        raise ValueError(f"接着写只能用 {'、'.join(GEN_MODELS)}，实际给了 {name!r}。")
+    if (label is not None or guidance != 1.0) and name != "gpt-zh-ctrl":
+        raise ValueError("控制 token 与引导只有 gpt-zh-ctrl 认得（第 15 章）。")
+    if guidance != 1.0 and label is None:
+        raise ValueError("guidance ≠ 1 要有一个要求（label 为 1 或 0）：引导是远离相反的那个控制 token。")
+    model, vocab = _reference(name)
+    prefix = [control.SEP] + ([] if label is None else [vocab.id(control.CONTROL_TOKENS[int(label)])])
+    neg = None if guidance == 1.0 else [control.SEP, vocab.id(control.CONTROL_TOKENS[1 - int(label)])]
+    limit = model.config.max_len - n_new - len(prefix)
+    prompt_ids = prefix + vocab.encode("".join(list(prompt)[:limit]))
+    never = [vocab.unk_id] + [vocab.id(t) for t in control.CONTROL_TOKENS.values()]
+    rand = mulberry32(seed)
+    out, steps = [], []
+    for _ in range(n_new):
+        with torch.no_grad():
+            c = model(torch.tensor([prompt_ids + out]))[0, -1]
+            if neg is not None:
+                u = model(torch.tensor([neg + prompt_ids[len(prefix):] + out]))[0, -1]
+                c = u + guidance * (c - u)
+        c[never] = -float("inf")
+        logits = c.numpy().astype(np.float64)
+        order = sorted(np.flatnonzero(np.isfinite(logits)).tolist(), key=lambda i: (-logits[i], i))
+        shown_t = temperature if temperature > 0 else 1.0
+        z = np.exp((logits[order] - logits[order[0]]) / shown_t)
+        probs = dict(zip(order, (z / z.sum()).tolist()))
+        if temperature == 0:
+            nxt, kept = order[0], 1
+        else:
+            p = apply_sampling_rules(c[None], temperature, top_k or None, top_p if top_p < 1 else None).softmax(-1)[0]
+            keep = [i for i in order if p[i] > 0]
+            weights = [float(p[i]) for i in keep]
+            r, j = rand(), 0
+            while j < len(keep) - 1 and r >= weights[j]:
+                r -= weights[j]
+                j += 1
+            nxt, kept = keep[j], len(keep)
+        steps.append({"top": [[i, probs[i]] for i in order[:GEN_TOP]], "kept": kept, "rank": order.index(nxt)})
+        out.append(nxt)
+        if nxt == control.SEP:
+            break
+    return {"prompt_ids": prompt_ids, "ids": out, "steps": steps, "ended": bool(out) and out[-1] == control.SEP}
+
+
+def _display(vocab, prompt_ids, ids) -> tuple[list[str], list[str]]:
+    """(开头显示成的字, 写出的字)：写出的字先遮住侮辱性的词（连同开头一起查，跨界的词也遮住）。"""
+    from ..safety import mask_offensive
+
+    shown = [vocab.itos[i] for i in prompt_ids]                    # 逐个 id 查字表（⏎ 也照样显示）
+    written = list(mask_offensive("".join(shown) + "".join(vocab.itos[i] for i in ids)))[len(shown):]
+    return shown, written
+
+
+class LiveGeneration(LiveModels, CourseWidget):
+    """读者的开头，课程的 GPT 接着写，一步一步看每一步的候选（第 13 章 gpt-zh）；
+    model="gpt-zh-ctrl" 时再加上控制 token（好评 / 差评）与无分类器引导的强度 γ（第 15 章）。
+
+    打开时的结果由 Python 算好（`generation_steps`，网页打开时不下载权重）；读者一改开头或滑块，
+    模型就在浏览器里重写——同一份 float16 权重、同一个随机数发生器，同样的设置得到同样的字。
+    写出的字显示之前先遮住侮辱性的词（tfcourse.safety）。Python 里读得到 .prompt、.tokens、.steps 与各个设置。
+    """
+
+    _esm = esm("generation.js", live=True)
+
+    live_model = t.Unicode("gpt-zh").tag(sync=True)
+    prompt = t.Unicode("").tag(sync=True)
+    n_new = t.Int(24).tag(sync=True)
+    temperature = t.Float(0.0).tag(sync=True)
+    top_k = t.Int(0).tag(sync=True)
+    top_p = t.Float(1.0).tag(sync=True)
+    seed = t.Int(0).tag(sync=True)
+    label = t.Int(1).tag(sync=True)
+    guidance = t.Float(1.0).tag(sync=True)
+    step = t.Int(0).tag(sync=True)
+    prompt_tokens = t.List(t.Unicode()).tag(sync=True)
+    tokens = t.List(t.Unicode()).tag(sync=True)
+    steps = t.List(t.Dict()).tag(sync=True)
+    ended = t.Bool(False).tag(sync=True)
+    live_notes = t.List(t.Unicode()).tag(sync=True)
+    title = t.Unicode("").tag(sync=True)
+
+    def __init__(self, prompt: str, model: str = "gpt-zh", *, n_new: int = 24, temperature: float = 0.0,
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, label: int = 1, guidance: float = 1.0,
+                 step: int = 0, title: str = "", **kwargs):
+        from .._checks import positive_int
+
+        if model not in GEN_MODELS:
+            raise ValueError(f"LiveGeneration 只能用 {'、'.join(GEN_MODELS)}，实际给了 {model!r}。")
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt 应为字符串（可以是空的），实际得到 {type(prompt).__name__}。")
+        n_new = positive_int(n_new, "n_new")
+        if not 0.0 <= float(temperature) <= 2.0 or not 0 <= int(top_k) <= 50 or not 0.5 <= float(top_p) <= 1.0:
+            raise ValueError(f"temperature 应在 0–2、top_k 在 0–50、top_p 在 0.5–1 之间（滑块的范围），"
+                             f"实际为 {temperature}、{top_k}、{top_p}。")
+        if label not in (0, 1) or not 1.0 <= float(guidance) <= 5.0:
+            raise ValueError(f"label 应为 1（好评）或 0（差评），guidance 在 1–5 之间，实际为 {label!r}、{guidance!r}。")
+        ctrl = model == "gpt-zh-ctrl"
+        run = generation_steps(model, prompt, n_new=n_new, temperature=float(temperature), top_k=int(top_k),
+                               top_p=float(top_p), seed=int(seed), label=label if ctrl else None,
+                               guidance=float(guidance) if ctrl else 1.0)
+        _, vocab = _reference(model)
+        shown, written = _display(vocab, run["prompt_ids"][2 if ctrl else 1:], run["ids"])
+        steps = [{"top": [[vocab.itos[i], p] for i, p in s["top"]], "kept": s["kept"], "rank": s["rank"]}
+                 for s in run["steps"]]
+        limit = _reference(model)[0].config.max_len - n_new - (2 if ctrl else 1)
+        super().__init__(live_model=model, prompt=prompt, n_new=n_new, temperature=float(temperature), top_k=int(top_k),
+                         top_p=float(top_p), seed=int(seed), label=label, guidance=float(guidance),
+                         step=max(0, min(int(step), len(written) - 1)), prompt_tokens=shown, tokens=written,
+                         steps=steps, ended=run["ended"], title=title,
+                         live_notes=input_notes(prompt, limit, lambda c: c in vocab.stoi, unk="□"), **kwargs)
         self._listen_for_model_requests()

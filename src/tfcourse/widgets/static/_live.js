@@ -33,12 +33,12 @@ function courseModel(model, name) {
 }
 
 // 读者输入的文字在模型眼里是什么样：截断到 limit 个字（按码位数，与 Python 的切片相同）、字表外的字
-function describeInput(text, limit, known) {
+function describeInput(text, limit, known, unk = "[UNK]") {
   const chars = Array.from(text);
   const kept = chars.slice(0, limit);
   const unknown = [...new Set(kept.filter((c) => !known(c)))];
   const notes = [];
   if (chars.length > limit) notes.push(`模型只读前 ${limit} 个字：从第 ${limit + 1} 个字「${chars[limit]}」起没有读。`);
-  if (unknown.length) notes.push(`${unknown.slice(0, 6).map((c) => `「${c}」`).join("")}${unknown.length > 6 ? ` 等 ${unknown.length} 个字` : ""}不在字表里，模型看到的是 [UNK]。`);
+  if (unknown.length) notes.push(`${unknown.slice(0, 6).map((c) => `「${c}」`).join("")}${unknown.length > 6 ? ` 等 ${unknown.length} 个字` : ""}不在字表里，模型看到的是 ${unk}。`);
   return { chars: kept, truncated: chars.length > limit, unknown, notes };
 }

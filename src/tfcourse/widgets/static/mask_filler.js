@@ -72,7 +72,7 @@ function render({ model, el }) {
     const ids = [cls, ...m.encode(visible.join("")), sep];
     const original = ids[1 + pos];
     ids[1 + pos] = mask;
-    const V = m.config.vocab_size, logits = m.logits(ids).subarray((1 + pos) * V, (2 + pos) * V);
+    const V = m.config.vocab_size, logits = m.logitsAt(ids, 1 + pos);     // 被遮住那个位置的 (V,)
     let max = -Infinity, sum = 0;
     for (const v of logits) max = Math.max(max, v);
     const p = Array.from(logits, (v) => Math.exp(v - max));
