@@ -19,6 +19,17 @@ def _reference():
     return clf, vocab
 
 
+def _fits_a_phone_and_reads(page, widget, selectors, scheme):
+    """手机上不撑破页面，输入框的字不小于 16 px（点进去不放大页面），selectors 指的文字对比度都够 4.5:1。"""
+    from test_site import _CONTRAST_JS
+
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert widget.locator("textarea").evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 16
+    ratios = widget.evaluate(_CONTRAST_JS, selectors)
+    low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
+    assert low == {}, f"{scheme} 主题下对比度不足 4.5:1：{low}"
+
+
 def _type(page, live, text):
     """把文本框改成 text（像读者打字一样触发 input），等概率与热力图换成这段文字的结果。"""
     before = live.locator("[data-testid=live-verdict]").inner_text()
@@ -78,12 +89,7 @@ def test_a_review_typed_on_a_phone_is_read_by_cls_bert_in_the_browser(browser, s
 
         box = live.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 0.5   # 手机上不撑破页面
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-        assert float(live.locator("textarea").evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)")) >= 16
-        from test_site import _CONTRAST_JS
-        ratios = live.evaluate(_CONTRAST_JS, [".tfc-live-label", "[data-testid=live-verdict]", ".tfc-note", "textarea"])
-        low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
-        assert low == {}, f"{scheme} 主题下对比度不足 4.5:1：{low}"
+        _fits_a_phone_and_reads(page, live, [".tfc-live-label", "[data-testid=live-verdict]", ".tfc-note", "textarea"], scheme)
         v.assert_clean()
     finally:
         ctx.close()
@@ -220,11 +226,7 @@ def test_hiding_a_character_on_a_phone_asks_bert_zh_in_the_browser(browser, site
 
         w.locator("textarea").fill("")
         page.wait_for_function("(el) => /先写一句话/.test(el.innerText)", arg=w.element_handle(), timeout=10_000)
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-        from test_site import _CONTRAST_JS
-        ratios = w.evaluate(_CONTRAST_JS, [".tfc-live-label", "[data-testid=fill-readout]", ".tfc-note", "textarea"])
-        low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
-        assert low == {}, f"{scheme} 主题下对比度不足 4.5:1：{low}"
+        _fits_a_phone_and_reads(page, w, [".tfc-live-label", "[data-testid=fill-readout]", ".tfc-note", "textarea"], scheme)
         v.assert_clean()
     finally:
         ctx.close()
@@ -304,11 +306,7 @@ def test_the_readers_prompt_is_continued_by_gpt_zh_in_the_browser(browser, site_
         _same_run(got, want, step=2)
         assert sum(".safetensors" in u for u in fetched) == 1 and any(u.endswith("/gpt-zh.safetensors") for u in fetched)
 
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-        from test_site import _CONTRAST_JS
-        ratios = gen.evaluate(_CONTRAST_JS, [".tfc-live-label", "[data-testid=gen-readout]", "textarea", "button.tfc-gen-tok"])
-        low = {k: round(r, 2) for k, r in ratios.items() if r is None or r < 4.5}
-        assert low == {}, f"{scheme} 主题下对比度不足 4.5:1：{low}"
+        _fits_a_phone_and_reads(page, gen, [".tfc-live-label", "[data-testid=gen-readout]", "textarea", "button.tfc-gen-tok"], scheme)
         v.assert_clean()
     finally:
         ctx.close()

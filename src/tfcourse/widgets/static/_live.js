@@ -32,6 +32,18 @@ function courseModel(model, name) {
   return _liveModels.get(name);
 }
 
+// 同上，并在 notes 里说出正在做什么：第一次取权重时"正在取……"，取不到时说为什么（返回 null）
+async function courseModelShown(model, name, notes) {
+  try {
+    const pending = courseModel(model, name);
+    notes.textContent = `正在取 ${name} 的权重（只在第一次）……`;
+    return await pending;
+  } catch (e) {
+    notes.textContent = `没能载入模型 ${name}：${e.message}`;
+    return null;
+  }
+}
+
 // 读者输入的文字在模型眼里是什么样：截断到 limit 个字（按码位数，与 Python 的切片相同）、字表外的字
 function describeInput(text, limit, known, unk = "[UNK]") {
   const chars = Array.from(text);

@@ -83,16 +83,8 @@ function render({ model, el }) {
   async function recompute() {
     frame = null;
     const text = input.value, mine = ++latest;
-    let m;
-    try {
-      const pending = courseModel(model, name);
-      notes.textContent = `正在取 ${name} 的权重（只在第一次）……`;
-      m = await pending;
-    } catch (e) {
-      notes.textContent = `没能载入模型 ${name}：${e.message}`;
-      return;
-    }
-    if (mine !== latest) return;                           // 读者又改了：只写最新的那一次
+    const m = await courseModelShown(model, name, notes);
+    if (!m || mine !== latest) return;                           // 读者又改了：只写最新的那一次
     const n = model.get("n_new"), SEP = 0;
     const prefix = [SEP, ...(ctrl ? [m.id(model.get("label") === 1 ? "<好评>" : "<差评>")] : [])];
     const limit = m.config.max_len - n - prefix.length;

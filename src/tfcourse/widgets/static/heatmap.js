@@ -238,16 +238,8 @@ function liveReview(model, root) {
       notes.textContent = "下面的热力图还是上一条评论的。";
       return;
     }
-    let m;
-    try {
-      const pending = courseModel(model, name);
-      notes.textContent = `正在取 ${name} 的权重（只在第一次）……`;
-      m = await pending;
-    } catch (e) {
-      notes.textContent = `没能载入模型 ${name}：${e.message}`;
-      return;
-    }
-    if (mine !== latest) return;                           // 读者又改了：只画最新的那一次
+    const m = await courseModelShown(model, name, notes);
+    if (!m || mine !== latest) return;                           // 读者又改了：只画最新的那一次
     const att = m.attention(text);
     const { labels, maps } = headMaps(att);
     const q = ["（平均）", ...att.tokens];

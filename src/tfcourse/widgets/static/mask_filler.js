@@ -58,16 +58,8 @@ function render({ model, el }) {
     const visible = Array.from(text).slice(0, limit);
     const pos = visible.length ? clamp(model.get("position"), 0, visible.length - 1) : -1;
     if (!visible.length) { commit(model, { text, position: -1, candidates: [], live_notes: [] }); draw(); return; }
-    let m;
-    try {
-      const pending = courseModel(model, name);
-      notes.textContent = `正在取 ${name} 的权重（只在第一次）……`;
-      m = await pending;
-    } catch (e) {
-      notes.textContent = `没能载入模型 ${name}：${e.message}`;
-      return;
-    }
-    if (mine !== latest) return;                          // 读者又改了：只算最新的那一次
+    const m = await courseModelShown(model, name, notes);
+    if (!m || mine !== latest) return;                          // 读者又改了：只算最新的那一次
     const { "[CLS]": cls, "[SEP]": sep, "[MASK]": mask } = m.specials;
     const ids = [cls, ...m.encode(visible.join("")), sep];
     const original = ids[1 + pos];
