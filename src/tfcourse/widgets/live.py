@@ -217,7 +217,8 @@ def generation_steps(name: str, prompt: str, *, n_new: int = 24, temperature: fl
     输入是 ⏎（第 13 章每段的开头）[+ <好评>/<差评>] + 开头的字；字表外的字是 □，□ 和控制 token 从不写出。
     temperature = 0 是贪心；top_k = 0、top_p = 1 是不用；写到 ⏎（这段评论写完了）或 n_new 个字为止。
     guidance > 1（要有 label）：无分类器引导，反面提示是相反的控制 token（第 15 章）。
-    返回 {"prompt_ids", "ids"（写出的）, "steps": [{"top": [[id, 概率], …], "kept": 留下几个, "rank": 写出的字排第几}], "ended"}。
+    返回 {"prompt_ids", "ids"（写出的）, "steps": [{"top": [[id, 概率], …], "kept": 留下几个, "rank": 写出的字排第几,
+    "drawn_p": 写出的字的概率}], "ended"}。
     概率是这个温度下（贪心时按温度 1）整张字表上的 softmax；"留下"是温度、top-k、top-p 都用过之后还在的候选数。"""
     import numpy as np
     import torch
@@ -262,7 +263,8 @@ def generation_steps(name: str, prompt: str, *, n_new: int = 24, temperature: fl
                 r -= weights[j]
                 j += 1
             nxt, kept = keep[j], len(keep)
-        steps.append({"top": [[i, probs[i]] for i in order[:GEN_TOP]], "kept": kept, "rank": order.index(nxt)})
+        steps.append({"top": [[i, probs[i]] for i in order[:GEN_TOP]], "kept": kept, "rank": order.index(nxt),
+                      "drawn_p": probs[nxt]})
         out.append(nxt)
         if nxt == control.SEP:
             break
@@ -327,8 +329,8 @@ class LiveGeneration(LiveModels, CourseWidget):
                                guidance=float(guidance) if ctrl else 1.0)
         _, vocab = _reference(model)
         shown, written = _display(vocab, run["prompt_ids"][2 if ctrl else 1:], run["ids"])
-        steps = [{"top": [[vocab.itos[i], p] for i, p in s["top"]], "kept": s["kept"], "rank": s["rank"]}
-                 for s in run["steps"]]
+        steps = [{"top": [[vocab.itos[i], p] for i, p in s["top"]], "kept": s["kept"], "rank": s["rank"],
+                  "drawn_p": s["drawn_p"]} for s in run["steps"]]
         limit = _reference(model)[0].config.max_len - n_new - (2 if ctrl else 1)
         super().__init__(live_model=model, prompt=prompt, n_new=n_new, temperature=float(temperature), top_k=int(top_k),
                          top_p=float(top_p), seed=int(seed), label=label, guidance=float(guidance),

@@ -14,12 +14,19 @@ function render({ model, el }) {
   root.append(h("label", { class: "tfc-live-label", text: "开头：" }), input);
 
   const sliders = [];
+  const SAMPLING_ONLY = ["top_k", "top_p", "seed"];      // 温度 0（贪心）时不起作用：灰掉
   function slider(key, label, min, max, step, fmt) {
     const range = h("input", { type: "range", min: String(min), max: String(max), step: String(step), "aria-label": label,
       "data-testid": key });
     const out = h("output", {});
     const row = h("div", { class: "tfc-control" }, h("label", { text: label }), range, out);
-    const sync = () => { range.value = String(model.get(key)); out.textContent = fmt(model.get(key)); };
+    const sync = () => {
+      range.value = String(model.get(key));
+      const off = SAMPLING_ONLY.includes(key) && model.get("temperature") === 0;
+      range.disabled = off;
+      row.classList.toggle("tfc-off", off);
+      out.textContent = off ? "贪心时不用" : fmt(model.get(key));
+    };
     range.addEventListener("input", () => {
       commit(model, { [key]: clamp(Number(range.value), min, max) });
       sync();
@@ -36,7 +43,7 @@ function render({ model, el }) {
     root.append(h("div", { class: "tfc-control" }, h("label", { text: "控制 token：" }), sel));
     slider("guidance", "引导强度 γ", 1, 5, 0.5, (g) => (g === 1 ? "1（不引导）" : g.toFixed(1)));
   }
-  slider("temperature", "温度 temperature", 0, 2, 0.1, (t) => (t === 0 ? "0（贪心）" : t.toFixed(1)));
+  slider("temperature", "温度 temperature", 0, 2, 0.1, (t) => (t === 0 ? "0 贪心" : t.toFixed(1)));
   slider("top_k", "top-k", 0, 50, 1, (k) => (k === 0 ? "不用" : String(k)));
   slider("top_p", "top-p", 0.5, 1, 0.05, (p) => (p >= 1 ? "不用" : p.toFixed(2)));
   slider("seed", "种子 seed", 0, 20, 1, (s) => String(s));
@@ -47,6 +54,7 @@ function render({ model, el }) {
   const notes = h("div", { class: "tfc-note", "data-testid": "live-notes" });
   root.append(line, readout, bars, notes);
 
+  const shown = (c) => (c === " " ? "␣" : c);             // 空格画成 ␣，看得见
   function draw(status = "") {
     sliders.forEach((s) => s());
     const toks = model.get("tokens"), steps = model.get("steps");
@@ -55,7 +63,7 @@ function render({ model, el }) {
     model.get("prompt_tokens").forEach((c) => line.append(h("span", { class: "tfc-tok tfc-prompt", text: c })));
     toks.forEach((c, i) => {
       const b = h("button", { type: "button", class: "tfc-tok tfc-gen-tok" + (i === s ? " tfc-picked" : ""),
-        "aria-pressed": String(i === s), "aria-label": `第 ${i + 1} 步写出的「${c}」`, text: c });
+        "aria-pressed": String(i === s), "aria-label": `第 ${i + 1} 步写出的「${shown(c)}」`, text: shown(c) });
       b.addEventListener("click", () => { commit(model, { step: i }); draw(status); });
       line.append(b);
     });
@@ -64,17 +72,20 @@ function render({ model, el }) {
     if (!steps.length) { readout.textContent = "还没有写出字。"; notes.textContent = status; return; }
     const st = steps[s], t = model.get("temperature");
     const kept = t === 0 ? "贪心：只取打分最高的那一个" : `温度、top-k、top-p 之后留下 ${st.kept} 个候选`;
-    readout.replaceChildren(`第 ${s + 1} 步写出「${toks[s]}」：打分排第 ${st.rank + 1}；${kept}。`);
-    const top = Math.max(...st.top.map((c) => c[1]), 1e-9);
-    st.top.forEach(([c, p], r) => {
+    readout.replaceChildren(`第 ${s + 1} 步写出「${shown(toks[s])}」：打分排第 ${st.rank + 1}；${kept}。`);
+    const rows = st.top.map(([c, p], r) => [r, c, p]);
+    if (st.rank >= rows.length) rows.push([st.rank, toks[s], st.drawn_p]);   // 抽中的字不在前 10：也画出来
+    const top = Math.max(...rows.map((c) => c[2]), 1e-9);
+    rows.forEach(([r, c, p]) => {
       const fill = h("div", { class: "tfc-bar-fill" });
       fill.style.width = `${(p / top) * 100}%`;
       bars.append(h("div", { class: "tfc-bar-row" + (r === st.rank ? " tfc-picked" : "") + (r < st.kept ? "" : " tfc-dropped"),
         role: "listitem" },
-        h("span", { class: "tfc-bar-name", text: c }), h("div", { class: "tfc-bar-track" }, fill),
-        h("span", { class: "tfc-bar-value", text: p.toFixed(3) })));
+        h("span", { class: "tfc-bar-name", text: r >= 10 ? `第 ${r + 1}：${shown(c)}` : shown(c) }),
+        h("div", { class: "tfc-bar-track" }, fill), h("span", { class: "tfc-bar-value", text: p.toFixed(3) })));
     });
-    notes.textContent = [status, `柱长是温度 ${t === 0 ? 1 : t} 下的概率；灰色的候选被规则去掉了。`,
+    notes.textContent = [status, `柱长是温度 ${t === 0 ? 1 : t} 下的概率${ctrl && model.get("guidance") !== 1 ? "（引导之后）" : ""}；` +
+      "灰色划线的候选被规则去掉了；□ 和控制 token 从不写出，不算候选。",
       ...(model.get("live_notes") || [])].filter(Boolean).join(" ");
   }
 
@@ -104,7 +115,8 @@ function render({ model, el }) {
         const sum = z.reduce((a, b) => a + b, 0);
         const kept = t === 0 ? 1 : m.samplingRules(logits, { temperature: t, top_k: model.get("top_k") || null,
           top_p: model.get("top_p") < 1 ? model.get("top_p") : null }).ids.length;
-        steps.push({ top: order.slice(0, 10).map((i, r) => [m.itos[i], z[r] / sum]), kept, rank: order.indexOf(next) });
+        const rank = order.indexOf(next);
+        steps.push({ top: order.slice(0, 10).map((i, r) => [m.itos[i], z[r] / sum]), kept, rank, drawn_p: z[rank] / sum });
         return next !== SEP;
       },
     }).slice(prefix.length + body.length);
@@ -114,7 +126,7 @@ function render({ model, el }) {
     commit(model, { prompt: text, prompt_tokens: shownPrompt, tokens: masked, steps,
       ended: out.length > 0 && out[out.length - 1] === SEP, step: Math.min(model.get("step"), Math.max(out.length - 1, 0)),
       live_notes: info.notes });
-    draw(`${name} 在你的浏览器里写了这 ${out.length} 个字。`);
+    draw(`${name} 在你的浏览器里写出了 ${out.length} 个 token。`);
   }
   input.addEventListener("input", schedule);
   draw();

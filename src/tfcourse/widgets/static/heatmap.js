@@ -45,7 +45,7 @@ function render({ model, el }) {
 
     root.replaceChildren();
     const title = model.get("title");
-    if (title) root.append(h("div", { class: "tfc-title", text: title }));
+    if (title && !model.get("live_model")) root.append(h("div", { class: "tfc-title", text: title }));   // 读者文字版：标题在文本框上面
 
     if (maps.length > 1) {
       const sel = h("select", { "aria-label": "选择要看的注意力图", class: "tfc-map-select" });
@@ -215,6 +215,7 @@ function liveReview(model, root) {
   input.value = model.get("live_text");
   const verdict = h("div", { class: "tfc-live-verdict", "aria-live": "polite", "data-testid": "live-verdict" });
   const notes = h("div", { class: "tfc-note", "data-testid": "live-notes" });
+  if (model.get("title")) box.append(h("div", { class: "tfc-title", text: model.get("title") }));
   box.append(h("label", { class: "tfc-live-label", text: "你自己的评论：" }), input, verdict, notes);
   root.before(box);
 

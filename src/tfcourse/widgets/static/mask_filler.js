@@ -33,13 +33,13 @@ function render({ model, el }) {
     if (!visible.length || pos < 0) {
       readout.textContent = "先写一句话：至少一个字。";
     } else {
-      const orig = visible[pos], rank = model.get("original_rank");
+      const orig = visible[pos] === " " ? "␣" : visible[pos], rank = model.get("original_rank");
       readout.replaceChildren(`bert-zh 猜「＿」处（原字「${orig}」）最可能是：`);
       const top = Math.max(...cands.map((c) => c[1]), 1e-9);
       cands.forEach(([c, p]) => {
         const fill = h("div", { class: "tfc-bar-fill" });
         fill.style.width = `${(p / top) * 100}%`;
-        bars.append(h("div", { class: "tfc-bar-row" + (c === orig ? " tfc-picked" : ""), role: "listitem" },
+        bars.append(h("div", { class: "tfc-bar-row" + (c === visible[pos] ? " tfc-picked" : ""), role: "listitem" },
           h("span", { class: "tfc-bar-name", text: c === " " ? "␣" : c }),
           h("div", { class: "tfc-bar-track" }, fill),
           h("span", { class: "tfc-bar-value", text: p.toFixed(3) })));
