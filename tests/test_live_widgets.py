@@ -182,3 +182,28 @@ def test_runtime_function_listing_is_the_whole_function():
     assert src.count("{") == src.count("}")
     with pytest.raises(ValueError, match="nope"):
         runtime_function("nope")
+
+
+def test_sentence_heads_are_bert_zh_reading_the_sentence():
+    """第 4 章：SentenceHeads 打开时的每张图就是 bert-zh 编码器（浏览器那一份权重）读 [CLS] + 句子 + [SEP] 的注意力。"""
+    import torch
+
+    from tfcourse import webmodels
+    from tfcourse.widgets.live import SentenceHeads, sentence_heads
+
+    model, vocab = webmodels.reference_model("bert-zh")
+    text = "我昨天在书店买了一本书"
+    ids = [vocab.id("[CLS]")] + vocab.encode(text) + [vocab.id("[SEP]")]
+    with torch.no_grad():
+        model.bert(torch.tensor([ids]))
+    ref = model.bert.attention_weights()[:, 0]                          # (L, H, T, T)
+    att = sentence_heads(text)
+    assert att["tokens"][0] == "[CLS]" and att["tokens"][-1] == "[SEP]" and len(att["tokens"]) == len(ids)
+    assert np.allclose(att["weights"], ref.numpy(), atol=1e-6)
+    w = SentenceHeads(text, map_index=3, selected=(2, None))
+    L, H = ref.shape[:2]
+    assert len(w.weights) == L * H and w.labels[3] == "第 1 层 · 第 4 头" and w.map_index == 3
+    assert np.allclose(w.weights[5], ref[1, 1].numpy(), atol=1e-6) and w.selected == (2, None)
+    assert SentenceHeads("好" * 130).live_notes == ["模型只读前 126 个字：从第 127 个字「好」起没有读。"]
+    with pytest.raises(ValueError, match="非空"):
+        SentenceHeads("")

@@ -358,3 +358,38 @@ def test_the_runtime_listing_in_chapter_13_is_the_code_the_site_runs(browser, si
         assert runtime_function("multiHeadAttention").strip() in served
     finally:
         ctx.close()
+
+
+def test_bert_zh_heads_follow_the_readers_sentence_in_chapter_4(browser, site_url):
+    """第 4 章：改句子，8 张图换成 bert-zh 读这句话的注意力（与 Python 的 sentence_heads 相同）；打开时在"前一个字"头。"""
+    from tfcourse.widgets.live import sentence_heads
+
+    fetched = []
+    ctx, v = open_page(browser, site_url, chapter_page(4), wait_for=".tfc-heatmap-live",
+                       on_response=lambda r: fetched.append(r.url), **PHONE)
+    try:
+        page = v.page
+        live, heat = page.locator(".tfc-live"), page.locator(".tfc-heatmap-live")
+        opening = live.locator("textarea").input_value()
+        w = sentence_heads(opening)["weights"]
+        L, H, T = w.shape[:3]
+        prev = w[:, :, range(2, T - 1), range(1, T - 2)].mean(-1).reshape(-1)
+        assert int(heat.locator("select").input_value()) == int(prev.argmax())      # 打开在"前一个字"头
+        assert not any(".safetensors" in u for u in fetched)
+        text = "今天的天气真不错"
+        live.locator("textarea").fill(text)
+        page.wait_for_function("(el) => /浏览器里读了/.test(el.innerText)", arg=live.element_handle(), timeout=60_000)
+        att = sentence_heads(text)
+        assert heat.locator("thead th[data-col]").all_inner_texts() == att["tokens"]
+        for m in (0, 5):
+            heat.locator("select").select_option(index=m)
+            l, h = divmod(m, H)
+            for row, col in ((1, 0), (3, 2), (len(att["tokens"]) - 1, 1)):
+                label = heat.locator(f'td[data-row="{row}"][data-col="{col}"]').get_attribute("aria-label")
+                assert abs(float(label.rsplit("：", 1)[1]) - float(att["weights"][l, h, row, col])) < 1e-3, (m, row, col)
+        assert sum(".safetensors" in u for u in fetched) == 1 and any(u.endswith("/bert-zh.safetensors") for u in fetched)
+        assert live.locator("[data-testid=live-prob]").count() == 0                 # 这里没有好评概率
+        _fits_a_phone_and_reads(page, live, [".tfc-live-label", "textarea"], "light")
+        v.assert_clean()
+    finally:
+        ctx.close()

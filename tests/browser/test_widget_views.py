@@ -320,7 +320,7 @@ def test_site_widgets_follow_the_theme(browser, site_url, scheme):
 # ---------- 每一章：小部件打开时的视图 = 笔记本里创建它的代码要的视图 ----------
 
 WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap:not(.tfc-heatmap-live)", "ReviewAttention": ".tfc-heatmap-live",
-                  "MaskFiller": ".tfc-fill", "PositionalEncodingExplorer": ".tfc-pe",
+                  "SentenceHeads": ".tfc-heatmap-live", "MaskFiller": ".tfc-fill", "PositionalEncodingExplorer": ".tfc-pe",
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
                   "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
@@ -413,6 +413,12 @@ def _constructor_view(cls, call, env) -> dict:
         return {"text": _call_args(call, ["text"], {}, env)["text"], "row": 0, "col": -1, "map": 0}
     if cls == "MaskFiller":
         return _call_args(call, ["text", "position"], {}, env)
+    if cls == "SentenceHeads":                              # 一句话：打开在 map_index 这张图、selected 这一行
+        a = _call_args(call, ["text"], {"map_index": 0, "selected": None}, env)
+        s = a["selected"]
+        row = UNKNOWN if s is UNKNOWN else (1 if s is None else s[0])
+        col = UNKNOWN if s is UNKNOWN else (-1 if s is None or len(s) < 2 or s[1] is None else s[1])
+        return {"text": a["text"], "map": a["map_index"], "row": row, "col": col}
     if cls == "AttentionHeatmap":
         sel = _call_args(call, ["weights", "q_tokens", "k_tokens"], {"selected": None}, env)
         view = {"row": -1, "col": -1, "map": 0}
@@ -484,7 +490,7 @@ def _apply_setter(cls, method, call, view, env):
 
 def shown_view(cls, root) -> dict:
     """网页上这个小部件此刻显示的视图。"""
-    if cls == "ReviewAttention":                             # 热力图，加上它上面那个评论框里的文字
+    if cls in ("ReviewAttention", "SentenceHeads"):          # 热力图，加上它上面那个文本框里的文字
         return dict(shown_view("AttentionHeatmap", root),
                     text=root.locator("xpath=preceding-sibling::div[contains(@class, 'tfc-live')][1]//textarea").input_value())
     if cls == "MaskFiller":

@@ -4,6 +4,7 @@
   Jupyter / Colab / Binder 里没有网站，前端第一次要用模型时向 Python 要，这里回运行时的源码和 float16 权重。
 - `MaskFiller`（第 12 章）：读者的句子，点一个字遮住，bert-zh 猜那里是什么；
 - `LiveGeneration`（第 13、15 章）：读者的开头，gpt-zh（或带控制 token 的 gpt-zh-ctrl）接着写，一步一步看候选；
+- `SentenceHeads`（第 4 章）：读者的一句话 → bert-zh 每层每个头的注意力；
 - `ReviewAttention`（第 14 章）：读者的评论 → cls-bert 的好评概率与最后一层的注意力。
 
 打开时的视图由 Python 用浏览器那一份 float16 权重（`tfcourse.webmodels.reference_model`）算好，
@@ -19,8 +20,8 @@ import traitlets as t
 from ._base import CourseWidget, esm
 from .heatmap import AttentionHeatmap, head_maps
 
-__all__ = ["LiveGeneration", "LiveModels", "MaskFiller", "ReviewAttention", "fill_candidates", "generation_steps", "input_notes",
-           "mulberry32"]
+__all__ = ["LiveGeneration", "LiveModels", "MaskFiller", "ReviewAttention", "SentenceHeads", "fill_candidates",
+           "generation_steps", "input_notes", "mulberry32", "sentence_heads"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -337,4 +338,44 @@ class LiveGeneration(LiveModels, CourseWidget):
                          step=max(0, min(int(step), len(written) - 1)), prompt_tokens=shown, tokens=written,
                          steps=steps, ended=run["ended"], title=title,
                          live_notes=input_notes(prompt, limit, lambda c: c in vocab.stoi, unk="□"), **kwargs)
+        self._listen_for_model_requests()
+
+
+def sentence_heads(text: str) -> dict:
+    """bert-zh 读一句话（[CLS] + 前 max_len − 2 个字 + [SEP]），每层每个头的注意力：
+    {"tokens": [...], "weights": (L, H, T, T) 数组}。SentenceHeads 打开时的视图；浏览器里的 attention(text) 算同样的数。"""
+    import torch
+
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"text 应为一句非空的话（字符串），实际得到 {text!r}。")
+    model, vocab = _reference("bert-zh")
+    chars = list(text)[:model.config.max_len - 2]
+    ids = [vocab.id("[CLS]")] + vocab.encode("".join(chars)) + [vocab.id("[SEP]")]
+    with torch.no_grad():
+        model.bert(torch.tensor([ids]))
+    return {"tokens": [vocab.itos[i] for i in ids], "weights": model.bert.attention_weights()[:, 0].numpy()}
+
+
+class SentenceHeads(LiveModels, AttentionHeatmap):
+    """读者自己的一句话 → 第 12 章的 bert-zh 每层每个头的注意力（第 4 章：真模型里的头各看什么）。
+
+    打开时显示 text、第 map_index 张图（第 l 层第 h 头是第 l·H + h 张），由 Python 用浏览器那一份权重算好；
+    读者一改句子，模型就在浏览器里重读。Python 里读得到 .live_text、.weights 等。"""
+
+    _esm = esm("heatmap.js", live=True)
+
+    live_model = t.Unicode("bert-zh").tag(sync=True)
+    live_text = t.Unicode("").tag(sync=True)
+    live_prob = t.Float(-1.0).tag(sync=True)                    # 没有概率（只有分类器才有）
+    live_limit = t.Int(126).tag(sync=True)
+    live_notes = t.List(t.Unicode()).tag(sync=True)
+
+    def __init__(self, text: str, *, map_index: int = 0, selected=None, title: str = "", **kwargs):
+        att = sentence_heads(text)
+        w = att["weights"]                                       # (L, H, T, T)
+        model, vocab = _reference("bert-zh")
+        limit = model.config.max_len - 2
+        super().__init__(w, att["tokens"], title=title, live_text=text, live_limit=limit,
+                         live_notes=input_notes(text, limit, lambda c: c in vocab.stoi), **kwargs)
+        self.select(*(selected or (1, None)), map_index=map_index)
         self._listen_for_model_requests()

@@ -207,19 +207,27 @@ function headMaps(att) {
     maps: [avg, ...att.weights].map(withMean) };
 }
 
+function headsOfAllLayers(att) {                          // bert-zh：每层每个头一张图，与 AttentionHeatmap 的 (L, H, T, T) 相同
+  const labels = [], maps = [];
+  att.weights.forEach((layer, l) => layer.forEach((w, k) => { labels.push(`第 ${l + 1} 层 · 第 ${k + 1} 头`); maps.push(w); }));
+  return { labels, maps };
+}
+
 function liveReview(model, root) {
-  const name = model.get("live_model");
+  const name = model.get("live_model"), review = name === "cls-bert";   // 否则是 bert-zh 的一句话（第 4 章）
   const box = h("div", { class: "tfc-widget tfc-live" });
-  const input = h("textarea", { class: "tfc-live-input", rows: "2", "aria-label": "你自己的评论（改动后模型立即重读）",
-    placeholder: "写一条评论，例如：房间很干净，就是隔音太差" });
+  const input = h("textarea", { class: "tfc-live-input", rows: "2",
+    "aria-label": review ? "你自己的评论（改动后模型立即重读）" : "你自己的句子（改动后模型立即重读）",
+    placeholder: review ? "写一条评论，例如：房间很干净，就是隔音太差" : "写一句话，例如：我昨天在书店买了一本书" });
   input.value = model.get("live_text");
   const verdict = h("div", { class: "tfc-live-verdict", "aria-live": "polite", "data-testid": "live-verdict" });
   const notes = h("div", { class: "tfc-note", "data-testid": "live-notes" });
   if (model.get("title")) box.append(h("div", { class: "tfc-title", text: model.get("title") }));
-  box.append(h("label", { class: "tfc-live-label", text: "你自己的评论：" }), input, verdict, notes);
+  box.append(h("label", { class: "tfc-live-label", text: review ? "你自己的评论：" : "你自己的句子：" }), input, verdict, notes);
   root.before(box);
 
   function show(p, noteList, status) {
+    if (!review) { notes.textContent = [status, ...noteList].filter(Boolean).join(" "); return; }
     const fill = h("div", { class: "tfc-bar-fill" });
     fill.style.width = `${(p * 100).toFixed(1)}%`;
     verdict.replaceChildren(
@@ -235,19 +243,20 @@ function liveReview(model, root) {
     frame = null;
     const text = input.value, mine = ++latest;
     if (!text) {
-      verdict.replaceChildren(h("span", { text: "先写一条评论：至少一个字。" }));
-      notes.textContent = "下面的热力图还是上一条评论的。";
+      verdict.replaceChildren(h("span", { text: review ? "先写一条评论：至少一个字。" : "先写一句话：至少一个字。" }));
+      notes.textContent = review ? "下面的热力图还是上一条评论的。" : "下面的热力图还是上一句的。";
       return;
     }
     const m = await courseModelShown(model, name, notes);
     if (!m || mine !== latest) return;                           // 读者又改了：只画最新的那一次
     const att = m.attention(text);
-    const { labels, maps } = headMaps(att);
-    const q = ["（平均）", ...att.tokens];
+    const { labels, maps } = review ? headMaps(att) : headsOfAllLayers(att);
+    const q = review ? ["（平均）", ...att.tokens] : att.tokens;
     const info = describeInput(text, model.get("live_limit"), m.known);
     const row = model.get("row"), col = model.get("col");
+    verdict.replaceChildren();
     commit(model, {
-      live_text: text, live_prob: att.p_positive, live_notes: info.notes, labels, weights: maps,
+      live_text: text, live_prob: review ? att.p_positive : -1, live_notes: info.notes, labels, weights: maps,
       map_q_tokens: maps.map(() => q), map_k_tokens: maps.map(() => att.tokens),
       row: Math.min(row, q.length - 1), col: col >= att.tokens.length ? -1 : col,
     });

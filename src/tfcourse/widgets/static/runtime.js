@@ -19,7 +19,8 @@
 //   classifierForward ↔ classify.BertClassifier.forward（平均池化 → 线性层）
 // 契约：window.tfcourse.models.load(name)
 //   "gpt-zh"、"gpt-zh-ctrl" → { encode(text), logits(ids), generate(ids, n, options) }
-//   "bert-zh"               → { encode(text), logits(ids)：T × V 的掩码语言模型 logits（按行摊平） }
+//   "bert-zh"               → { encode(text), logits(ids)：T × V 的掩码语言模型 logits（按行摊平），
+//                               logitsAt(ids, t)：只要第 t 行，attention(text) → { tokens, weights: L × H × T × T } }
 //   "cls-bert"              → { encode(text), probPositive(text), attention(text) → { tokens, weights: H × T × T } }
 
 // 权重所在的目录：本模块是网站的文件时，就在它旁边的 models/；从 blob: 地址加载（Jupyter）时没有这个目录
@@ -419,6 +420,15 @@ function bertMlmModel(name, w, metadata) {               // "bert-zh"：第 12 �
       checkIds(ids, cfg);
       const T = ids.length;
       return mlmHead(w, bertForward(model, Array.from(ids)), T, cfg);
+    },
+    attention(text) {                                     // 读者的一句话：[CLS] + 前 max_len − 2 个字 + [SEP]，每层每个头的注意力
+      if (typeof text !== "string" || !text) throw new Error("text 应为一句非空的话（字符串）。");
+      const chars = Array.from(text).slice(0, cfg.max_len - 2).join("");
+      const ids = [table.id("[CLS]"), ...table.encode(chars), table.id("[SEP]")], T = ids.length, layers = [];
+      bertForward(model, ids, null, layers);
+      const weights = layers.map((w) => Array.from({ length: cfg.n_heads }, (_, h) =>
+        Array.from({ length: T }, (_, t) => Array.from(w.subarray((h * T + t) * T, (h * T + t + 1) * T)))));
+      return { tokens: ids.map((i) => table.itos[i]), weights };   // weights: L × H × T × T
     },
     logitsAt(ids, position) {                             // 只要第 position 个位置的那一行 (V,)：第 12 章的填空只看被遮住的字
       checkIds(ids, cfg);
