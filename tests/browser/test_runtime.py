@@ -230,3 +230,44 @@ def test_bert_logits_at_one_position_are_that_row_of_the_full_logits(runtime):
         return { worst, error };
     }""")
     assert got["worst"] < 1e-4 and "position" in got["error"]
+
+
+def test_webassembly_and_javascript_paths_both_match_torch(runtime):
+    """linear 有两条路：支持 WebAssembly SIMD 的浏览器走 SIMD（Chromium 是，上面的核对都走这条路），
+    否则走 JavaScript。两条路的 gpt-zh logits、cls-bert 概率都与 torch 相同，彼此之间也只差 float32 的舍入。"""
+    from tfcourse import webmodels
+
+    gpt_model, vocab = webmodels.reference_model("gpt-zh")
+    clf, _ = webmodels.reference_model("cls-bert")
+    texts = [t for t in _texts() if t.strip()][::3]
+    got = runtime.page.evaluate("""async (texts) => {
+        const site = await window.tfcourse.models.load("cls-bert");
+        const rt = await import(new URL("../../_static/tfcourse/runtime.js", location.href).href);
+        const bytes = async (name) =>
+          (await fetch(new URL(`../../_static/tfcourse/models/${name}.safetensors`, location.href))).arrayBuffer();
+        const [g, c] = [await bytes("gpt-zh"), await bytes("cls-bert")], out = { site: site.kernel };
+        for (const simd of [true, false]) {
+          rt.settings.simd = simd;
+          const gm = rt.fromSafetensors("gpt-zh", g), cm = rt.fromSafetensors("cls-bert", c);
+          out[gm.kernel] = texts.map((t) => ({
+            logits: Array.from(gm.logits(gm.encode(t).slice(0, gm.config.max_len))), p: cm.probPositive(t),
+            kernels: [gm.kernel, cm.kernel] }));
+        }
+        rt.settings.simd = true;
+        return out;
+    }""", texts)
+    assert got["site"] == "WebAssembly SIMD"
+    fast, slow = got["WebAssembly SIMD"], got["JavaScript"]
+    assert {tuple(r["kernels"]) for r in fast} == {("WebAssembly SIMD",) * 2}
+    assert {tuple(r["kernels"]) for r in slow} == {("JavaScript",) * 2}
+    p_ref = clf.predict_proba(texts)
+    for text, a, b, p in zip(texts, fast, slow, p_ref):
+        with torch.no_grad():
+            ref = gpt_model(torch.tensor([vocab.encode(text)[:gpt_model.config.max_len]]))[0, -1]
+        scale = float(ref.abs().max())
+        for r in (a, b):
+            assert float((torch.tensor(r["logits"]) - ref).abs().max()) < TOL * scale, text
+            assert abs(r["p"] - float(p)) < TOL, text
+        assert float((torch.tensor(a["logits"]) - torch.tensor(b["logits"])).abs().max()) < 1e-5 * scale, text
+    assert any(a["logits"] != b["logits"] for a, b in zip(fast, slow))     # 真的是两条不同的路
+    runtime.assert_clean()
