@@ -7,6 +7,7 @@ import re
 import pytest
 from conftest import COLOUR_JS, site_pages
 import yaml
+from bs4 import BeautifulSoup
 
 from tfcourse import attention, rnn
 from tfcourse.widgets import format_state
@@ -162,3 +163,29 @@ def test_chinese_quotes_are_not_mangled(site_dir):
         page = re.sub(r'<div class="output text_html"><table\b.*?</table>', "", page, flags=re.S)   # 代码输出的表格
         text = html_lib.unescape(re.sub(r"<[^>]+>", "", page))
         assert text.count("“") == text.count("”"), f"{path}：左引号 {text.count('“')} 个，右引号 {text.count('”')} 个"
+
+
+def _prose(site_dir, skip: str):
+    """每个页面正文的文字：(路径, 文字)，去掉 skip 选中的部分（代码、公式等）。"""
+    for path in site_pages(site_dir):
+        article = BeautifulSoup((site_dir / path).read_text(encoding="utf-8"), "html.parser").select_one(
+            "article.bd-article")
+        if article is not None:
+            for node in article.select(skip):
+                node.decompose()
+            yield path, article.get_text()
+
+
+def test_bold_marks_render_next_to_chinese_punctuation(site_dir):
+    # CommonMark 里，右边的 ** 前面是标点（如「：」）、后面紧跟汉字时不算收尾，两个 ** 会原样印在页面上；
+    # 写成 **……**：（标点放在外面）
+    for path, text in _prose(site_dir, "pre, code, script, style, .math, mjx-container, div.highlight"):
+        stray = re.findall(r".{0,20}\*\*.{0,20}", text)
+        assert not stray, f"{path}：没有变成粗体的 **：{stray}"
+
+
+def test_no_unfilled_placeholders_in_prose(site_dir):
+    # say(f"…" "…{x}…")：第二段少了 f，页面上就印出 {x} 而不是它的值（代码、公式、程序打印的文字除外）
+    for path, text in _prose(site_dir, "pre, code, script, style, .math, mjx-container, div.highlight"):
+        stray = re.findall(r".{0,20}\{[^{}\n]{1,40}\}.{0,20}", text)
+        assert not stray, f"{path}：没有填上值的占位符：{stray}"
