@@ -137,6 +137,26 @@ def test_greedy_generation_steps_equal_gpt_generate():
             assert not {i for i, _ in s["top"]} & set(never)                    # □ 与控制 token 从不候选
 
 
+def test_guided_greedy_generation_steps_equal_gpt_generate():
+    """第 15 章：带控制 token 和引导（γ = 3）的贪心续写，与 gpt.generate 的无分类器引导逐 token 相同（两边都用 KV 缓存）。"""
+    import torch
+
+    from tfcourse import control, gpt, webmodels
+    from tfcourse.widgets.live import generation_steps
+
+    model, vocab = webmodels.reference_model("gpt-zh-ctrl")
+    never = [vocab.unk_id] + [vocab.id(t) for t in control.CONTROL_TOKENS.values()]
+    for prompt, label in (("这家酒店", 0), ("房间", 1)):
+        run = generation_steps("gpt-zh-ctrl", prompt, n_new=16, label=label, guidance=3.0)
+        head = [control.SEP, vocab.id(control.CONTROL_TOKENS[label])]
+        neg = [control.SEP, vocab.id(control.CONTROL_TOKENS[1 - label])] + vocab.encode(prompt)
+        ids = torch.tensor([head + vocab.encode(prompt)])
+        ref = gpt.generate(model, ids, 16, temperature=0.0, suppress_ids=never, guidance_scale=3.0,
+                           negative_prompt_ids=torch.tensor([neg]))[0, ids.shape[1]:].tolist()
+        assert run["prompt_ids"] == ids[0].tolist()
+        assert run["ids"] == ref[:len(run["ids"])] and (run["ended"] or len(run["ids"]) == 16), (prompt, label)
+
+
 def test_sampled_steps_keep_what_the_rules_keep_and_draw_from_it():
     from tfcourse.widgets.live import generation_steps
 

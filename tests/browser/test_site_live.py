@@ -214,6 +214,15 @@ def test_hiding_a_character_on_a_phone_asks_bert_zh_in_the_browser(browser, site
         assert f"{p_orig:.3f}" in said and f"排第 {rank + 1}" in said
         assert buttons.nth(text.index("服")).get_attribute("aria-pressed") == "true"
 
+        longer = "这家" + text                                                # 在前面加字：遮住的还是「服」
+        w.locator("textarea").fill(longer)
+        page.wait_for_function("(el) => /浏览器里读了这 17 个字/.test(el.innerText)", arg=w.element_handle(),
+                               timeout=60_000)
+        pressed = [b.get_attribute("aria-pressed") for b in w.locator("button.tfc-fill-char").all()].index("true")
+        assert pressed == longer.index("服"), (pressed, longer)
+        want, _, _ = fill_candidates(longer, pressed)
+        assert [c for c, _ in _fill_candidates(page, w)] == [c for c, _ in want]
+
         new = "这家饭店的菜很好吃"                                            # 改句子：遮的位置留在范围内
         w.locator("textarea").fill(new)
         page.wait_for_function("(el) => el.querySelectorAll('button.tfc-fill-char').length === 9",

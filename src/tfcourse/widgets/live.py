@@ -241,11 +241,14 @@ def generation_steps(name: str, prompt: str, *, n_new: int = 24, temperature: fl
     never = [vocab.unk_id] + [vocab.id(t) for t in control.CONTROL_TOKENS.values()]
     rand = mulberry32(seed)
     out, steps = [], []
+    cache = model.new_cache()                              # 与 gpt.generate、浏览器一样用 KV 缓存：每步只送新的字
+    neg_cache = None if neg is None else model.new_cache()
+    step, neg_step = prompt_ids, None if neg is None else neg + prompt_ids[len(prefix):]
     for _ in range(n_new):
         with torch.no_grad():
-            c = model(torch.tensor([prompt_ids + out]))[0, -1]
+            c = model(torch.tensor([step]), cache, last_only=True)[0, -1]
             if neg is not None:
-                u = model(torch.tensor([neg + prompt_ids[len(prefix):] + out]))[0, -1]
+                u = model(torch.tensor([neg_step]), neg_cache, last_only=True)[0, -1]
                 c = u + guidance * (c - u)
         c[never] = -float("inf")
         logits = c.numpy().astype(np.float64)
@@ -267,6 +270,7 @@ def generation_steps(name: str, prompt: str, *, n_new: int = 24, temperature: fl
         steps.append({"top": [[i, probs[i]] for i in order[:GEN_TOP]], "kept": kept, "rank": order.index(nxt),
                       "drawn_p": probs[nxt]})
         out.append(nxt)
+        step = neg_step = [nxt]
         if nxt == control.SEP:
             break
     return {"prompt_ids": prompt_ids, "ids": out, "steps": steps, "ended": bool(out) and out[-1] == control.SEP}

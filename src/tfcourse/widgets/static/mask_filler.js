@@ -56,7 +56,8 @@ function render({ model, el }) {
     frame = null;
     const text = input.value, mine = ++latest, limit = model.get("live_limit");
     const visible = Array.from(text).slice(0, limit);
-    const pos = visible.length ? clamp(model.get("position"), 0, visible.length - 1) : -1;
+    const moved = follow(Array.from(model.get("text")), Array.from(text), model.get("position"));
+    const pos = visible.length ? clamp(moved, 0, visible.length - 1) : -1;
     if (!visible.length) { commit(model, { text, position: -1, candidates: [], live_notes: [] }); draw(); return; }
     const m = await courseModelShown(model, name, notes);
     if (!m || mine !== latest) return;                          // 读者又改了：只算最新的那一次
@@ -82,6 +83,17 @@ function render({ model, el }) {
   }
   input.addEventListener("input", () => { if (frame === null) frame = requestAnimationFrame(recompute); });
   draw();
+}
+
+// 遮住的字跟着它走：比较改动前后相同的开头与结尾，改动在它前面时位置随之移动，它自己被改掉时留在改动开始处
+function follow(before, after, pos) {
+  let head = 0;
+  while (head < before.length && head < after.length && before[head] === after[head]) head++;
+  if (pos < head) return pos;
+  let tail = 0;
+  while (tail < before.length - head && tail < after.length - head &&
+         before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
+  return pos >= before.length - tail ? pos + after.length - before.length : head;
 }
 
 export default { render };
