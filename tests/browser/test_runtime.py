@@ -270,4 +270,3 @@ def test_webassembly_and_javascript_paths_both_match_torch(runtime):
             assert abs(r["p"] - float(p)) < TOL, text
         assert float((torch.tensor(a["logits"]) - torch.tensor(b["logits"])).abs().max()) < 1e-5 * scale, text
     assert any(a["logits"] != b["logits"] for a, b in zip(fast, slow))     # 真的是两条不同的路
-    runtime.assert_clean()
