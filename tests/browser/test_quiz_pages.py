@@ -10,6 +10,7 @@ from conftest import chapter_page
 from test_widget_views import _harness
 
 from tfcourse.widgets import Quiz
+from tfcourse.widgets.quiz import blind_scores, option_key
 
 
 def _quiz():
@@ -21,6 +22,11 @@ def _quiz():
         Quiz.number("n", "填数：准确率是百分之几？", answer=85.26, tolerance=0.1, unit="%",
                     why="第 2 节打印的 85.26%。", hint="看第 2 节的输出。"),
     ], chapter=3)
+
+
+def _opt(card, text):
+    """选项按文字找（显示的顺序是洗过牌的）。"""
+    return card.locator(".tfc-quiz-opt", has_text=text).locator("input")
 
 
 def _verdict(card):
@@ -36,21 +42,21 @@ def test_each_question_right_and_wrong_shows_its_verdict_and_explanation(browser
     s, m, n = (root.locator(f"[data-testid=q-{k}]") for k in "smn")
     assert "共 3 题，已答 0 题，答对 0 题" in root.locator("[data-testid=score]").inner_text()
     # 单选：选错显示这个选项错在哪里（不泄露哪个对）；选对显示理由
-    s.locator("[data-testid=opt-0]").check()
+    _opt(s, "甲").check()
     s.locator("[data-testid=check]").click()
     assert _verdict(s).startswith("✗") and "甲错：回看第 1 节。" in _verdict(s) and "乙对" not in _verdict(s)
-    s.locator("[data-testid=opt-1]").check()
+    _opt(s, "乙").check()
     s.locator("[data-testid=check]").click()
     assert _verdict(s).startswith("✓") and "乙对：第 2 节量过。" in _verdict(s)
     # 多选：漏选一个也不算对，并说明"漏了"；多选了错的，说明错的那个
-    m.locator("[data-testid=opt-0]").check()
+    _opt(m, "一").check()
     m.locator("[data-testid=check]").click()
     assert _verdict(m).startswith("✗") and "漏了" in _verdict(m)
-    m.locator("[data-testid=opt-1]").check()
+    _opt(m, "二").check()
     m.locator("[data-testid=check]").click()
     assert _verdict(m).startswith("✗") and "二错：第 4 节。" in _verdict(m)
-    m.locator("[data-testid=opt-1]").uncheck()
-    m.locator("[data-testid=opt-2]").check()
+    _opt(m, "二").uncheck()
+    _opt(m, "三").check()
     m.locator("[data-testid=check]").click()
     assert _verdict(m).startswith("✓")
     # 填数：容差之内算对（全角数字也认），之外给提示而不给答案；不是数时说清楚
@@ -65,8 +71,11 @@ def test_each_question_right_and_wrong_shows_its_verdict_and_explanation(browser
     n.locator("[data-testid=check]").click()
     assert _verdict(n).startswith("✓") and "85.26%" in _verdict(n)
     assert "共 3 题，已答 3 题，答对 3 题" in root.locator("[data-testid=score]").inner_text()
-    assert page.evaluate("window.state.answers") == {"s": [1], "m": [0, 2], "n": 85.3}
-    assert w.grade({"s": [1], "m": [0, 2], "n": 85.3}) == {"s": True, "m": True, "n": True}   # 与 Python 判分相同
+    # 作答按选项的 key 存（与位置无关），Python 的判分读同样的作答得到同样的结果
+    saved = page.evaluate("window.state.answers")
+    assert saved == {"s": [option_key("乙")], "m": saved["m"], "n": 85.3}
+    assert sorted(saved["m"]) == sorted([option_key("一"), option_key("三")])
+    assert w.grade(saved) == {"s": True, "m": True, "n": True}
     # 手机宽度放得下；文字与判决在两种主题里都够清楚
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     ratios = root.evaluate(_CONTRAST_JS, ["legend", ".tfc-quiz-opt label", ".tfc-quiz-verdict p", ".tfc-quiz-score",
@@ -117,3 +126,23 @@ def test_site_number_question_takes_its_answer_from_the_page(browser, site_url):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     v.assert_clean()
     ctx.close()
+
+
+def test_the_book_quizzes_cannot_be_passed_blind(site_dir):
+    """全书的自测按网页上显示的顺序：不读题的策略（总选第一个、总选最长的）比随便猜多得不到 5 个百分点；
+    每章单选题的正确选项没有哪个位置占一半以上。"""
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "tools"))
+    from quiz_audit import audit
+    pages = sorted((site_dir / "book").rglob("ch*.html"))
+    per, book = audit(pages)
+    assert len(per) >= 16, f"只在 {len(per)} 章里找到自测"
+    assert book["n"] >= 80
+    for strategy in ("first", "longest"):
+        assert book[strategy] <= book["guess"] + 0.05, \
+            f"不读题、{'总选第一个' if strategy == 'first' else '总选最长的'}能得 {book[strategy]:.0%}，随便猜 {book['guess']:.0%}"
+    crowded = {ch: r["positions"] for ch, r in per.items()
+               if r["positions"] and max(r["positions"].values()) > sum(r["positions"].values()) / 2}
+    assert crowded == {}, f"这些章的单选题答案挤在一个位置上（位置: 题数）：{crowded}"

@@ -1,6 +1,7 @@
 // 章末自测（anywidget 前端）：题目与判分规则由 Python 给出（widgets/quiz.py），这里显示、判分、存作答。
 // 判分与 Quiz.grade 相同：单选、多选要选中的集合等于正确的集合；填数题 |作答 − 答案| ≤ 容差。
 // 作答存在浏览器的 localStorage（键 tfcourse-quiz:第几章:题号），刷新后还在；存不了（隐私模式）时只在本页有效。
+// 选择题的作答按选项的 key 存（key 由选项文字算出），不按位置：选项换了顺序，作答仍指向原来的选项。
 
 const QUIZ_KEY = (chapter, id) => `tfcourse-quiz:${chapter}:${id}`;
 
@@ -19,9 +20,9 @@ function storeAnswer(chapter, id, value) {
 function gradeOne(q, a) {
   if (a === null || a === undefined || (Array.isArray(a) && a.length === 0)) return null;
   if (q.kind === "number") return typeof a === "number" && Number.isFinite(a) && Math.abs(a - q.answer) <= q.tolerance + 1e-12;
-  const want = q.options.map((o, j) => (o.correct ? j : -1)).filter((j) => j >= 0);
-  const got = [...new Set(a.map(Number))].sort((x, y) => x - y);
-  return got.length === want.length && got.every((j, i) => j === want[i]);
+  const want = new Set(q.options.filter((o) => o.correct).map((o) => o.key));
+  const got = new Set(a);
+  return got.size === want.size && [...got].every((k) => want.has(k));
 }
 
 // 读者输入的数：允许全角数字、千分位逗号、百分号（"85.3%" 按 85.3 算，题干会写明单位）
@@ -68,8 +69,8 @@ function render({ model, el }) {
       const list = h("div", { class: "tfc-quiz-options", role: q.kind === "single" ? "radiogroup" : "group" });
       q.options.forEach((opt, j) => {
         const id = `${name}-${j}`;
-        const input = h("input", { type: q.kind === "single" ? "radio" : "checkbox", name, id, value: String(j),
-          "data-testid": `opt-${j}` });
+        const input = h("input", { type: q.kind === "single" ? "radio" : "checkbox", name, id, value: opt.key,
+          "data-testid": `opt-${j}`, "data-key": opt.key });
         list.append(h("div", { class: "tfc-quiz-opt" }, input, h("label", { for: id, text: opt.text })));
         inputs.push(input);
       });
@@ -84,7 +85,7 @@ function render({ model, el }) {
 
     function current() {
       if (q.kind === "number") return parseNumber(inputs[0].value);
-      return inputs.filter((i) => i.checked).map((i) => Number(i.value));
+      return inputs.filter((i) => i.checked).map((i) => i.value);
     }
     function show(a) {
       verdict.replaceChildren();
@@ -104,11 +105,11 @@ function render({ model, el }) {
       } else {
         const picked = new Set(a);
         const notes = h("ul", { class: "tfc-quiz-why" });
-        q.options.forEach((o, j) => {
-          if (picked.has(j) && !o.correct) notes.append(h("li", { class: "tfc-quiz-wrongpick", text: `「${o.text}」：${o.why}` }));
+        q.options.forEach((o) => {
+          if (picked.has(o.key) && !o.correct) notes.append(h("li", { class: "tfc-quiz-wrongpick", text: `「${o.text}」：${o.why}` }));
           if (g && o.correct) notes.append(h("li", { class: "tfc-quiz-rightpick", text: `「${o.text}」：${o.why}` }));
         });
-        if (!g && q.kind === "multi" && [...picked].every((j) => q.options[j].correct)) {
+        if (!g && q.kind === "multi" && q.options.every((o) => o.correct || !picked.has(o.key))) {
           notes.append(h("li", { text: "选中的都对，但还漏了正确的选项。" }));
         }
         verdict.append(notes);
@@ -116,8 +117,16 @@ function render({ model, el }) {
     }
     function restore(a) {
       if (a === null) return;
-      if (q.kind === "number") inputs[0].value = String(a);
-      else inputs.forEach((i) => { i.checked = a.includes(Number(i.value)); });
+      if (q.kind === "number") {
+        if (typeof a !== "number") return;
+        inputs[0].value = String(a);
+      } else {
+        // 只认这道题现在的选项（旧版按位置存的作答、已经改掉的选项都丢掉）
+        if (!Array.isArray(a)) return;
+        a = a.filter((k) => q.options.some((o) => o.key === k));
+        if (!a.length) return;
+        inputs.forEach((i) => { i.checked = a.includes(i.value); });
+      }
       answers[q.id] = a;
       show(a);
     }
