@@ -61,26 +61,29 @@ book: $(STAMP) _build/.src-hash
 	@echo "网站已生成：$(HTML)/index.html"
 endif
 
-# 整本书的 PDF：先构建网站，用 Chromium 把各章排成一本（tools/pdf.py），再构建一次网站——
+# 整本书的 PDF：先构建网站，用 Chromium 把各章排成一本（tools/pdf.py），并用 tests/browser/test_pdf.py 的
+# 全部检查核对整本书（make test 只排三章来查同样的东西），再构建一次网站——
 # 这一次只重写网页（笔记本不再执行），页眉的下载菜单里多出「整本书 PDF」。
 # 文件名在 book/_ext/tfcourse_site.py（PDF_NAME）
 PDF := _build/pdf/transformer-from-scratch.pdf
 pdf: $(STAMP)
 	tools/system-deps.sh fonts browser pdf
 	$(MAKE) book
-	$(BIN)/python tools/pdf.py
+	TFCOURSE_PDF_CHAPTERS=all TFCOURSE_PDF_OUT=$(CURDIR)/$(PDF) $(BIN)/pytest -q tests/browser/test_pdf.py
 	$(MAKE) book
 	@echo "PDF 已生成：$(PDF)（网站里的副本：$(HTML)/$(notdir $(PDF))）"
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) tests -m "not browser"
 
-# 对浮点舍入敏感的测试（标记 numerics）在 torch 的另外的 CPU 代码路径上再跑一遍：
-# AVX2 内核（在 AVX-512 机器上就是另一条路径）和不向量化的 default 内核；与本机默认路径相同的那条跳过。
-CPU_PATHS ?= avx2 default
+# 对浮点舍入敏感的测试（标记 numerics）在 torch 的另一条 CPU 代码路径上再跑一遍：本机默认走 AVX-512 时
+# 换 AVX2 内核，默认就是 AVX2 时换不向量化的 default 内核（make numerics CPU_PATHS="avx2 default" 两条都跑）。
+CPU_PATHS ?= second
 numerics: $(STAMP)
 	@native=$$($(BIN)/python -c "import torch; print(torch.backends.cpu.get_cpu_capability().lower())"); \
-	for cap in $(CPU_PATHS); do \
+	paths="$(CPU_PATHS)"; \
+	if [ "$$paths" = second ]; then if [ "$$native" = avx2 ]; then paths=default; else paths=avx2; fi; fi; \
+	for cap in $$paths; do \
 	  if [ "$$cap" = "$$native" ]; then echo "ATEN_CPU_CAPABILITY=$$cap 是本机的默认路径，单元测试已经跑过"; continue; fi; \
 	  echo "ATEN_CPU_CAPABILITY=$$cap"; \
 	  ATEN_CPU_CAPABILITY=$$cap $(BIN)/pytest -q -n $(JOBS) tests -m "numerics and not browser" || exit 1; \

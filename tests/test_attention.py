@@ -57,7 +57,7 @@ def test_bad_inputs_raise_chinese_errors():
 # ---------------------------------------------------------------------------
 from torch import nn  # noqa: E402
 
-pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另一条 CPU 路径上再跑
 
 SHAPES = [((3, 5, 4), (3, 7, 4)), ((2, 3, 6, 8), (2, 3, 6, 8)), ((1, 1, 4), (1, 9, 4)), ((2, 2, 2, 3, 5), (2, 2, 2, 4, 5))]
 

@@ -10,7 +10,7 @@ from tfcourse.bert import (IGNORE_INDEX, MINILM, TINY, BertConfig, BertForMasked
                            load_minilm, mask_tokens, mlm_loss, sentence_embedding)
 from tfcourse.model import count_parameters  # noqa: E402
 
-pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另一条 CPU 路径上再跑
 
 SENTENCES = [
     "The cat sat on the mat.",

@@ -5,7 +5,7 @@ import torch
 from tfcourse.decode import beam_search, greedy_decode, length_penalty
 from tfcourse.model import TINY, Transformer
 
-pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另一条 CPU 路径上再跑
 
 BOS, EOS, PAD = 1, 2, 0
 

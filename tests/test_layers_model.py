@@ -7,7 +7,7 @@ from tfcourse.attention import causal_mask
 from tfcourse.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
 from tfcourse.model import BASE, PRESETS, TINY, Transformer, TransformerConfig, copy_from_torch, count_parameters
 
-pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另一条 CPU 路径上再跑
 
 C, H, F = 32, 4, 64
 ATOL = 2e-6          # float32：两边的运算顺序略有不同

@@ -5,7 +5,7 @@ import torch
 
 from tfcourse import positional
 
-pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另两条 CPU 路径上再跑
+pytestmark = pytest.mark.numerics   # 与参考实现的数值对照：make numerics 在另一条 CPU 路径上再跑
 
 
 def test_formula_by_hand():
