@@ -172,10 +172,13 @@ def test_console_command_is_installed_and_documented():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["scripts"]["tfcourse"] == "tfcourse.instructor.cli:main"
+    # 教师指南在 docs/instructors.md，README 的第一屏链到它
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/instructors.md)" in "\n".join(readme.splitlines()[:30])
+    guide = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
     for text in ("tfcourse assign ch07 --out dist/", "tfcourse grade ch07 submissions/", "make book STUDENT=1",
                  "--seed SECRET", "bubblewrap", "--unsafe-no-sandbox", "kernel.apparmor_restrict_unprivileged_userns=0"):
-        assert text in readme, text
+        assert text in guide, text
 
 
 def test_runner_knows_which_names_skipped_statements_would_bind():

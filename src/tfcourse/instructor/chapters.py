@@ -1,6 +1,6 @@
 """找到一章的笔记本，读出它的练习：编号、学生要写的函数名、参考答案单元。assign、grade 与学生版网站共用。
 
-约定（见 README「写新章节的约定」）：学生单元 `def my_xxx(...)` 之后是 `check("chNN.id", my_xxx)`；
+约定（见 CONTRIBUTING.md「写新章节的约定」）：学生单元 `def my_xxx(...)` 之后是 `check("chNN.id", my_xxx)`；
 参考答案单元带标签 `solution`，里面是 `def solution_xxx(...)` 和 `check("chNN.id", solution_xxx)`。
 """
 from __future__ import annotations
