@@ -21,3 +21,14 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config, items):
+    """标记 once_on_second_path 的测试（重训一个模型那样要一两分钟的数值对照）只跑一遍：在 make numerics
+    换上的另一条 CPU 路径上（ATEN_CPU_CAPABILITY 设了值时）；本机默认路径的那一遍跳过。"""
+    if os.environ.get("ATEN_CPU_CAPABILITY"):
+        return
+    skip = pytest.mark.skip(reason="只在另一条 CPU 路径上跑一遍（make numerics）")
+    for item in items:
+        if "once_on_second_path" in item.keywords:
+            item.add_marker(skip)

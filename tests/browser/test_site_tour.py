@@ -114,3 +114,34 @@ def test_the_slur_check_reads_widget_state(site_dir, tmp_path):
     fake.write_text(page.replace("</body>", '<script type="application/vnd.jupyter.widget-state+json">'
                                  + json.dumps(state, ensure_ascii=False) + "</script></body>"), encoding="utf-8")
     assert any("小日本" in find_offensive(t) for t in page_texts(tmp_path, path))
+
+
+# ---------- 训练的进度条停在终点 ----------
+
+def frozen_progress(page_html: str) -> list[str]:
+    """网页保存的小部件状态里没有走完的进度条（值小于最大值）：读者看到的是一条停在半路的进度条。"""
+    out = []
+    for m in WIDGET_STATE.findall(page_html):
+        for model in json.loads(html_lib.unescape(m)).get("state", {}).values():
+            st = model.get("state", {})
+            if model.get("model_name") in ("FloatProgressModel", "IntProgressModel") \
+                    and st.get("value", 0) < st.get("max", 100):
+                out.append(f"{st.get('value')}/{st.get('max')}（{st.get('description', '')}）")
+    return out
+
+
+def test_no_page_shows_a_progress_bar_frozen_half_way(site_dir):
+    frozen = {}
+    for path in site_pages(site_dir):
+        bars = frozen_progress((site_dir / path).read_text(encoding="utf-8"))
+        if bars:
+            frozen[path] = bars
+    assert frozen == {}, f"这些网页上的进度条停在半路（保存的小部件状态不是走完时的样子）：{frozen}"
+
+
+def test_the_frozen_progress_check_sees_a_half_way_bar():
+    state = {"state": {"a": {"model_name": "FloatProgressModel", "state": {"value": 1669, "max": 2244}},
+                       "b": {"model_name": "FloatProgressModel", "state": {"value": 100, "max": 100}}}}
+    page = ('<script type="application/vnd.jupyter.widget-state+json">'
+            + html_lib.escape(json.dumps(state)) + "</script>")
+    assert frozen_progress(page) == ["1669/2244（）"]
