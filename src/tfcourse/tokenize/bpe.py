@@ -168,7 +168,7 @@ class BPETokenizer:
                         counts.pop(p, None)
             counts.pop(pair, None)
             bar.update(1)
-        bar.close()
+        _finish(bar, len(merges))
         return cls(merges)
 
     @classmethod
@@ -330,6 +330,8 @@ class BPETokenizer:
 
 
 class _NoBar:
+    total = 0
+
     def update(self, n=1):
         pass
 
@@ -341,4 +343,16 @@ def _progress(total: int, show: bool):
     if not show:
         return _NoBar()
     from tqdm.auto import tqdm
-    return tqdm(total=total, desc="BPE 合并", unit="次", leave=False)
+    # leave=True：结束后进度条留在输出里、停在终点（保存下来的网页显示的就是这个最后的样子）
+    return tqdm(total=total, desc="BPE 合并", unit="次", leave=True)
+
+
+def _finish(bar, done: int) -> None:
+    """关闭进度条。提前停止（剩下的对都少于 min_frequency 次，或没有相邻对了）时，
+    总数改成实际做了的合并次数并注明，进度条停在终点，而不是停在半路、显示成出错。"""
+    if done < bar.total:
+        bar.set_postfix_str(f"提前停止：要求 {bar.total} 次", refresh=False)
+        bar.total = done
+        if hasattr(bar, "container"):               # tqdm.notebook：进度条控件的最大值也要跟着改
+            bar.container.children[1].max = done
+    bar.close()
