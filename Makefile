@@ -13,7 +13,7 @@ JOBS   ?= 2
 
 help:
 	@echo "make book   构建网站到 $(HTML)（执行全部笔记本）"
-	@echo "make test   单元测试（敏感的再换两条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
+	@echo "make test   单元测试（敏感的再换一条 CPU 路径跑）+ nbval 逐格执行每一章 + 严格构建网站 + 浏览器测试"
 	@echo "make pdf    把网站排成一本 PDF 到 $(PDF)（前言 + 16 章 + 自测答案；网站的下载按钮随后指向它）"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
 	@echo "make bench  各章的运行时间与预算（一章接一章地执行；只量几章：make bench CH=\"13 15\"）"
