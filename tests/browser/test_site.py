@@ -1,6 +1,7 @@
 """打开构建好的网站，像读者一样使用小部件；断言离线可用、数值正确、主题可读。"""
 from __future__ import annotations
 
+import functools
 import pathlib
 import re
 
@@ -165,15 +166,19 @@ def test_chinese_quotes_are_not_mangled(site_dir):
         assert text.count("“") == text.count("”"), f"{path}：左引号 {text.count('“')} 个，右引号 {text.count('”')} 个"
 
 
-def _prose(site_dir, skip: str):
-    """每个页面正文的文字：(路径, 文字)，去掉 skip 选中的部分（代码、公式等）。"""
+@functools.lru_cache(maxsize=2)
+def _prose(site_dir, skip: str) -> tuple:
+    """每个页面正文的文字：((路径, 文字), …)，去掉 skip 选中的部分（代码、公式等）。
+    网页带着几 MB 的小部件状态，解析一遍要几十秒：同一组参数只解析一次，下面几项检查共用。"""
+    out = []
     for path in site_pages(site_dir):
-        article = BeautifulSoup((site_dir / path).read_text(encoding="utf-8"), "html.parser").select_one(
-            "article.bd-article")
+        page = re.sub(r"<script\b.*?</script>", "", (site_dir / path).read_text(encoding="utf-8"), flags=re.S)
+        article = BeautifulSoup(page, "html.parser").select_one("article.bd-article")
         if article is not None:
             for node in article.select(skip):
                 node.decompose()
-            yield path, article.get_text()
+            out.append((path, article.get_text()))
+    return tuple(out)
 
 
 def test_bold_marks_render_next_to_chinese_punctuation(site_dir):
