@@ -54,7 +54,7 @@ def _layer_blocks(side: str, c, prefix: str) -> list[tuple]:
     else:
         subs = [
             [("attn", "self_attn", "掩码多头自注意力 Masked Multi-Head Attention",
-              f"目标序列的自注意力加上因果掩码：位置 t 只能看位置 1…t，训练时整句并行也偷看不到答案；{attn_formula}{residual}。"),
+              f"目标序列的自注意力加上因果掩码：位置 t 只能看位置 0…t，训练时整句并行也偷看不到答案；{attn_formula}{residual}。"),
              norm(1, "掩码自注意力")],
             [("attn", "cross_attn", "交叉注意力 Cross-Attention",
               f"Q 来自解码器，K、V 来自编码器的输出 memory (B, S, C)：每个目标位置决定去看源句的哪些位置"
