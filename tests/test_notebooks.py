@@ -66,8 +66,6 @@ def test_chapter_has_the_house_structure(chapter):
     for heading in ("路标", "本章目标", "常见坑与自查", "练习", "小结", "下一篇"):
         assert re.search(rf"^#+ .*{heading}", md, flags=re.M), f"{chapter} 缺少「{heading}」一节"
     n = int(re.search(r"/ch(\d+)-", chapter).group(1))
-    if n == 1:
-        assert "核对常见说法" in md, "第 1 章要有「核对常见说法」框"
     code = [c for c in cells if c["cell_type"] == "code" and nbtool.COLAB_TAG not in c["metadata"].get("tags", [])]
     assert re.search(rf"start_chapter\({n}\b", _src(code[0])), "第一个代码单元应调用 start_chapter"
     budget = re.search(r"budget_s\s*=\s*(\d+)", _src(code[0]))
