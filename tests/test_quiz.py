@@ -81,6 +81,7 @@ def test_blind_scores_counts_first_longest_and_guessing():
     assert r["positions"] == {1: 1, 0: 1}
     tie = {"kind": "single", "options": [{"text": "甲乙", "correct": True}, {"text": "丙丁", "correct": False}]}
     assert blind_scores([tie])["longest"] == pytest.approx(0.5)                   # 并列时按随便挑算
+    assert r["shortest"] == pytest.approx((0 + 1 + 0) / 3)                        # "甲"最短且对
 
 
 @pytest.mark.parametrize("make, words", [

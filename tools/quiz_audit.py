@@ -1,5 +1,5 @@
 """不读题能在自测里得几分：按网页上显示的顺序（小部件保存的状态），每章与全书的"总选第一个"、
-"总选最长的"、"随便猜"的得分率，以及单选题正确选项落在各位置的次数。
+"总选最长的"、"总选最短的"、"随便猜"的得分率，以及单选题正确选项落在各位置的次数。
 
   python tools/quiz_audit.py                      # 读构建好的网站 _build/html
   python tools/quiz_audit.py 执行过的笔记本.ipynb …  # 读执行过的笔记本里保存的小部件状态
@@ -44,11 +44,11 @@ def audit(paths) -> tuple[dict, dict]:
 def main(argv: list[str]) -> int:
     paths = argv or sorted((ROOT / "_build" / "html" / "book").rglob("ch*.html"))
     per, book = audit(paths)
-    print(f"{'章':>3} {'题':>3} {'总选第一个':>6} {'总选最长的':>6} {'随便猜':>6}  单选答案的位置（第几个选项: 题数）")
+    print(f"{'章':>3} {'题':>3} {'总选第一个':>6} {'总选最长的':>6} {'总选最短的':>6} {'随便猜':>6}  单选答案的位置（第几个选项: 题数）")
     for ch, r in per.items():
         pos = ", ".join(f"{p + 1}: {c}" for p, c in sorted(r["positions"].items()))
-        print(f"{ch:>3} {r['n']:>3} {r['first']:>10.0%} {r['longest']:>10.0%} {r['guess']:>8.0%}  {pos}")
-    print(f"全书 {book['n']:>3} {book['first']:>9.0%} {book['longest']:>10.0%} {book['guess']:>8.0%}")
+        print(f"{ch:>3} {r['n']:>3} {r['first']:>10.0%} {r['longest']:>10.0%} {r['shortest']:>10.0%} {r['guess']:>8.0%}  {pos}")
+    print(f"全书 {book['n']:>3} {book['first']:>9.0%} {book['longest']:>10.0%} {book['shortest']:>10.0%} {book['guess']:>8.0%}")
     return 0
 
 

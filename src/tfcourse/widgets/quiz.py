@@ -166,23 +166,28 @@ def arrange(questions: list[dict], chapter: int) -> list[dict]:
 
 def blind_scores(questions: list[dict]) -> dict:
     """不读题就作答能得几分（选择题的期望得分率，0–1）：
-    first：总选显示的第一个选项；longest：总选最长的选项（并列时在并列者里随便挑）；
+    first：总选显示的第一个选项；longest / shortest：总选最长 / 最短的选项（并列时在并列者里随便挑）；
     guess：随便选（单选 1/n；多选在 2ⁿ − 1 个非空组合里随便挑一个）。多选题的 first、longest 只选那一个。
-    返回 {"n": 选择题数, "first": …, "longest": …, "guess": …, "positions": 单选题正确选项各位置的次数}。"""
+    返回 {"n": 选择题数, "first": …, "longest": …, "shortest": …, "guess": …, "positions": 单选题正确选项各位置的次数}。"""
     choice = [q for q in questions if q["kind"] in ("single", "multi")]
-    first = longest = guess = 0.0
+    first = longest = shortest = guess = 0.0
     positions: dict[int, int] = {}
     for q in choice:
         opts = q["options"]
         right = {j for j, o in enumerate(opts) if o["correct"]}
         first += right == {0}
-        width = max(len(o["text"]) for o in opts)
-        tied = [j for j, o in enumerate(opts) if len(o["text"]) == width]
-        longest += sum({j} == right for j in tied) / len(tied)
+        for pick, agg in ((max, "longest"), (min, "shortest")):
+            width = pick(len(o["text"]) for o in opts)
+            tied = [j for j, o in enumerate(opts) if len(o["text"]) == width]
+            hit = sum({j} == right for j in tied) / len(tied)
+            if agg == "longest":
+                longest += hit
+            else:
+                shortest += hit
         guess += 1 / len(opts) if q["kind"] == "single" else 1 / (2 ** len(opts) - 1)
         if q["kind"] == "single":
             (j,) = right
             positions[j] = positions.get(j, 0) + 1
     n = len(choice)
     return {"n": n, "first": first / n if n else 0.0, "longest": longest / n if n else 0.0,
-            "guess": guess / n if n else 0.0, "positions": positions}
+            "shortest": shortest / n if n else 0.0, "guess": guess / n if n else 0.0, "positions": positions}
