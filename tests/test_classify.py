@@ -191,7 +191,7 @@ def test_shipped_bert_zh_loads_with_its_vocabulary():
 
 
 def test_bert_zh_transfer_curve_is_consistent_with_the_shipped_models():
-    """bert-zh 的迁移曲线（第 14 章 6.2 节）：最后一点就是 cls-bert 的种子 0（同一个起点、同一个配方），
+    """bert-zh 的迁移曲线（第 14 章 6.1 节）：最后一点就是 cls-bert 的种子 0（同一个起点、同一个配方），
     它的被遮位置准确率就是 bert-zh 记录的留出准确率；步数、读过的 token 严格递增；预训练的验证曲线整体下降。"""
     if not {"bert-zh", "cls-bert"} <= set(checkpoints.names()):
         pytest.skip("bert-zh / cls-bert 还没有训练")
