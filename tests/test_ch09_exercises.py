@@ -1,15 +1,43 @@
-"""第 9 章练习的检查：参考实现与课程包的模型一致（embed、count_parameters）；常见错误被抓住，并说清错在哪里。"""
+"""第 9 章练习的检查：参考实现与课程包的模型一致（embed、torch_logits）；常见错误被抓住，并说清错在哪里。"""
 import math
 
+import numpy as np
 import pytest
 import torch
 
+from tfcourse.attention import causal_mask
 from tfcourse.exercises import EXERCISES, check
-from tfcourse.model import Transformer, count_parameters
+from tfcourse.model import Transformer
+
+
+def _torch_route(model, ref, src, tgt, *, invert=True, tgt_padding=True, memory_padding=True, scale=True,
+                 pad_id=None):
+    """第 4 节的做法：torch 的两个栈吃课程包嵌入好的向量，再经过课程包的输出层；关键字参数造出常见的错误写法。"""
+    pad = model.config.pad_id if pad_id is None else pad_id
+
+    def flip(mask):
+        return mask if invert else ~mask
+
+    masks = dict(src_key_padding_mask=flip(src == pad), tgt_mask=flip(~causal_mask(tgt.shape[1])))
+    if memory_padding:
+        masks["memory_key_padding_mask"] = flip(src == pad)
+    if tgt_padding:
+        masks["tgt_key_padding_mask"] = flip(tgt == pad)
+
+    def embed(ids, table):
+        if scale:
+            return model.embed(ids, table)
+        return table(ids) + model.pe[: ids.shape[1]]
+
+    return model.generator(ref(embed(src, model.src_embed), embed(tgt, model.tgt_embed), **masks))
+
+
+def _cases():
+    return EXERCISES["ch09.torch_logits"].cases
 
 
 def test_reference_implementations_pass_every_hidden_case():
-    for exercise_id in ("ch09.embed", "ch09.count_parameters"):
+    for exercise_id in ("ch09.embed", "ch09.torch_logits"):
         result = check(exercise_id, EXERCISES[exercise_id].reference)
         assert result.passed and result.n_passed == result.n_cases, result.summary()
 
@@ -28,21 +56,6 @@ def test_embed_reference_equals_the_model_embedding_step():
             model.src_embed.weight.copy_(weight)
         torch.testing.assert_close(model.pe, pe)
         torch.testing.assert_close(ex.reference(ids, weight, pe), model.embed(ids, model.src_embed))
-
-
-@pytest.mark.parametrize("case_index", range(len(EXERCISES["ch09.count_parameters"].cases)))
-def test_count_reference_equals_count_parameters_of_a_real_model(case_index):
-    config = EXERCISES["ch09.count_parameters"].cases[case_index].args[0]
-    with torch.device("meta"):                      # 只要形状：不分配内存，BASE 也很快
-        model = Transformer(config)
-    assert EXERCISES["ch09.count_parameters"].reference(config) == count_parameters(model)
-
-
-def test_base_counts_match_the_chapter():
-    ref = EXERCISES["ch09.count_parameters"].reference
-    base = EXERCISES["ch09.count_parameters"].cases[2].args[0]
-    assert ref(base) == 63_084_544
-    assert ref(base.replace(tie_output=False)) == 63_084_544 + 37_000 * 512 + 37_000
 
 
 def test_embed_without_scale_fails():
@@ -71,43 +84,73 @@ def test_embed_using_scale_of_vocab_size_is_caught():
     assert not result.passed
 
 
-def test_count_forgetting_the_untied_bias_is_caught():
-    ref = EXERCISES["ch09.count_parameters"].reference
+def test_cases_pair_a_torch_transformer_with_the_course_model_holding_the_same_stacks():
+    for case in _cases():
+        model, ref, src, tgt = case.args
+        assert isinstance(model, Transformer) and isinstance(ref, torch.nn.Transformer)
+        assert not model.training and not ref.training
+        for ours, theirs in ((model.encoder.layers[0].ffn.linear1.weight, ref.encoder.layers[0].linear1.weight),
+                             (model.decoder.norm.bias, ref.decoder.norm.bias)):
+            assert torch.equal(ours, theirs)
 
-    def no_bias(c):
-        return ref(c) - (0 if c.tie_output else c.tgt_vocab_size)
 
-    result = check("ch09.count_parameters", no_bias)
-    assert not result.passed
-    untied = [case for case in EXERCISES["ch09.count_parameters"].cases if not case.args[0].tie_output]
-    assert result.n_cases - result.n_passed == len(untied) == 2
+def test_the_torch_route_passes_every_case_and_matches_the_model_to_rounding():
+    result = check("ch09.torch_logits", _torch_route)
+    assert result.passed, result.summary()
+    for case in _cases():
+        model, ref, src, tgt = case.args
+        with torch.no_grad():
+            assert (_torch_route(model, ref, src, tgt) - model(src, tgt)).abs().max() < 1e-12
+
+
+def test_forgetting_tgt_key_padding_mask_fails_exactly_the_cases_with_target_padding():
+    result = check("ch09.torch_logits", lambda *a: _torch_route(*a, tgt_padding=False))
+    padded = [i for i, case in enumerate(_cases(), start=1)
+              if (case.args[3] == case.args[0].config.pad_id).any()]
+    failed = [i for i, case in enumerate(_cases(), start=1) if any(m.startswith(f"用例 {i}（") for m in result.messages)]
+    assert failed == padded and len(padded) >= 3
     assert all("数值不对" in m for m in result.messages)
 
 
-def test_count_ignoring_tying_and_sharing_is_caught():
-    ref = EXERCISES["ch09.count_parameters"].reference
-
-    def count_every_table(c):
-        return (ref(c) + (c.tgt_vocab_size * c.d_model if c.share_embeddings else 0)
-                + (c.tgt_vocab_size * c.d_model + c.tgt_vocab_size if c.tie_output else 0))
-
-    result = check("ch09.count_parameters", count_every_table)
+def test_forgetting_memory_key_padding_mask_is_caught():
+    result = check("ch09.torch_logits", lambda *a: _torch_route(*a, memory_padding=False))
     assert not result.passed
-    assert result.n_passed == 1                                   # 只有"既不共享也不绑定"的那一例碰巧对
 
 
-def test_count_forgetting_final_norms_is_caught():
-    ref = EXERCISES["ch09.count_parameters"].reference
-
-    def no_final_norm(c):
-        return ref(c) - (4 * c.d_model if c.final_norm else 0)
-
-    result = check("ch09.count_parameters", no_final_norm)
-    assert not result.passed
-    assert result.n_passed == 1                                   # 只有 final_norm=False 的那一例
+def test_passing_the_course_masks_without_inverting_is_caught():
+    result = check("ch09.torch_logits", lambda *a: _torch_route(*a, invert=False))
+    assert not result.passed and result.n_passed == 0
 
 
-def test_count_is_exact_for_base():
-    ref = EXERCISES["ch09.count_parameters"].reference
-    result = check("ch09.count_parameters", lambda c: ref(c) + (1 if c.src_vocab_size == 37_000 else 0))
-    assert not result.passed                                      # 差 1 个参数也算错（不用相对误差）
+def test_skipping_the_sqrt_scale_is_caught():
+    result = check("ch09.torch_logits", lambda *a: _torch_route(*a, scale=False))
+    assert not result.passed and result.n_passed == 0
+
+
+def test_hard_coding_pad_zero_is_caught():
+    result = check("ch09.torch_logits", lambda *a: _torch_route(*a, pad_id=0))
+    assert result.n_cases - result.n_passed == 1
+    assert any("pad_id = 3" in m for m in result.messages)
+
+
+def test_generated_hidden_cases_check_the_same_thing():
+    ex = EXERCISES["ch09.torch_logits"]
+    for seed in range(3):
+        cases = ex.generate(np.random.default_rng(seed))
+        assert len(cases) == 3
+        assert check("ch09.torch_logits", _torch_route, cases=cases).passed
+        assert not check("ch09.torch_logits", lambda *a: _torch_route(*a, invert=False), cases=cases).passed
+
+
+def test_building_the_cases_leaves_the_global_random_state_alone():
+    import importlib
+
+    import tfcourse.exercises.ch09 as ch09
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    ch09._cases_torch_logits()
+    ch09._generate_torch_logits(np.random.default_rng(0))
+    assert torch.equal(torch.rand(3), expected)
+    assert importlib.import_module("tfcourse.exercises.ch09") is ch09

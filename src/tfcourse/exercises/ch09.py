@@ -1,14 +1,15 @@
-"""第 9 章的练习：嵌入这一步（查表 × √d_model + 位置编码）；不建模型，按配置数出 Transformer 的参数个数。"""
+"""第 9 章的练习：嵌入这一步（查表 × √d_model + 位置编码）；用 torch.nn.Transformer 的两个栈算出课程包模型的 logits。"""
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
+from torch import nn
 
-from ..model import BASE, TINY, TransformerConfig
+from ..model import Transformer, TransformerConfig, copy_from_torch
 from ..positional import sinusoidal_positional_encoding
 from . import Case, Exercise, register
-from .ch06 import random_config
 
 
 def _embed_reference(ids: torch.Tensor, weight: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
@@ -37,32 +38,64 @@ def _cases_embed() -> tuple[Case, ...]:
     )
 
 
-def _count_parameters_reference(config: TransformerConfig) -> int:
-    """不建模型，按结构数出 Transformer(config) 的参数个数（共享的张量只算一次）。"""
-    C, F, N = config.d_model, config.d_ff, config.n_layers
-    mha = 4 * (C * C + C)                        # q/k/v/out 四个 C×C 投影，各带 C 个偏置
-    ffn = C * F + F + F * C + C                  # linear1 (C→F) + linear2 (F→C)，带偏置
-    norm = 2 * C                                 # LayerNorm 的 γ 与 β
-    encoder = N * (mha + ffn + 2 * norm) + (norm if config.final_norm else 0)
-    decoder = N * (2 * mha + ffn + 3 * norm) + (norm if config.final_norm else 0)
-    embeddings = config.src_vocab_size * C + (0 if config.share_embeddings else config.tgt_vocab_size * C)
-    head = 0 if config.tie_output else config.tgt_vocab_size * C + config.tgt_vocab_size   # 不绑定：新权重 + 偏置
-    return embeddings + encoder + decoder + head
+def _torch_logits_reference(model: Transformer, ref: nn.Transformer, src: torch.Tensor,
+                            tgt: torch.Tensor) -> torch.Tensor:
+    """要求读者的函数与课程包模型完全一致：logits (B, T, V) = model(src, tgt)（填充位置也算）。"""
+    with torch.no_grad():
+        return model(src, tgt)
 
 
-def _cases_count() -> tuple[Case, ...]:
-    small = TransformerConfig(src_vocab_size=20, tgt_vocab_size=18, d_model=32, n_heads=4, n_layers=2, d_ff=64,
-                              dropout=0.0, max_len=64)
+def _model_pair(seed: int, *, norm_first: bool = False, pad_id: int = 0, src_vocab: int = 13,
+                tgt_vocab: int = 11, d_model: int = 16, n_heads: int = 2, n_layers: int = 2, d_ff: int = 32):
+    """一对权重相同的模型：torch.nn.Transformer（两个栈）与课程包的 Transformer（栈的权重从它抄来）。
+
+    都换成 float64、eval()、dropout 为 0：正确的写法与参考答案只差 1e-15 量级，错的写法差 0.01 以上。"""
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # pre-LN 时 torch 提示用不了 nested tensor
+        torch.manual_seed(seed)
+        ref = nn.Transformer(d_model, n_heads, n_layers, n_layers, d_ff, dropout=0.0, batch_first=True,
+                             norm_first=norm_first)
+        config = TransformerConfig(src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab, d_model=d_model,
+                                   n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=0.0, max_len=32,
+                                   pad_id=pad_id, norm_first=norm_first)
+        model = copy_from_torch(Transformer(config), ref)
+    # 不走嵌套张量的快速路径：读者在 no_grad 下调用时不会看到 torch 的"原型功能"提示（结果一样）
+    ref.encoder.enable_nested_tensor = ref.encoder.use_nested_tensor = False
+    return model.double().eval(), ref.double().eval()
+
+
+def _ids(gen: torch.Generator, batch: int, length: int, vocab: int, pad_id: int, pad_tail=()) -> torch.Tensor:
+    """(B, L) 的随机编号，不含 pad_id（其余编号都可能出现，包括 0）；pad_tail[i] 是第 i 句右侧补的填充个数。"""
+    real = [v for v in range(vocab) if v != pad_id]
+    ids = torch.tensor(real)[torch.randint(0, len(real), (batch, length), generator=gen)]
+    for i, n in enumerate(pad_tail):
+        if n:
+            ids[i, -n:] = pad_id
+    return ids
+
+
+def _torch_case(gen, seed, B, S, T, description, src_pad=(), tgt_pad=(), **model_kw) -> Case:
+    model, ref = _model_pair(seed, **model_kw)
+    pad_id = model.config.pad_id
+    src = _ids(gen, B, S, model.config.src_vocab_size, pad_id, src_pad)
+    tgt = _ids(gen, B, T, model.config.tgt_vocab_size, pad_id, tgt_pad)
+    if pad_id != 0:
+        src[0, 0] = tgt[0, 0] = 0                 # 0 是真实的词：把填充写死成 0 的实现在这里会算错
+    return Case((model, ref, src, tgt), description)
+
+
+def _cases_torch_logits() -> tuple[Case, ...]:
+    gen = torch.Generator().manual_seed(2017)
     return (
-        Case((TINY,), "TINY 预设：词表 16/16，C = 32，2 层，d_ff = 64，输出层绑定"),
-        Case((small,), "源词表 20、目标词表 18（两张表），输出层绑定"),
-        Case((BASE,), "BASE 预设（论文 base 模型）：共享 37000 词表，输出层绑定"),
-        Case((BASE.replace(tie_output=False),), "BASE，但输出层不绑定：自己的权重，还多一组偏置"),
-        Case((BASE.replace(share_embeddings=False),), "BASE，但源、目标各用一张词向量表"),
-        Case((small.replace(final_norm=False),), "没有栈末尾的 LayerNorm（final_norm=False）"),
-        Case((small.replace(norm_first=True, n_layers=3, d_ff=48),), "pre-LN、3 层、d_ff = 48"),
-        Case((small.replace(tie_output=False, n_layers=1, d_model=24, n_heads=3),),
-             "1 层、C = 24、3 个头，输出层不绑定"),
+        _torch_case(gen, 0, 2, 7, 5, "(B, S, T) = (2, 7, 5)，没有填充，post-LN"),
+        _torch_case(gen, 1, 2, 7, 5, "源句有填充（第 2 句后 3 个），目标句没有", src_pad=(0, 3)),
+        _torch_case(gen, 2, 3, 6, 6, "目标句有填充（第 2、3 句后 2、4 个）：填充位置的 logits 也要一致",
+                    tgt_pad=(0, 2, 4)),
+        _torch_case(gen, 3, 2, 8, 6, "pre-LN，源句、目标句都有填充", src_pad=(2, 0), tgt_pad=(0, 3),
+                    norm_first=True),
+        _torch_case(gen, 4, 2, 6, 5, "pad_id = 3：这里 0 是真实的词，3 才是填充", src_pad=(0, 2), tgt_pad=(1, 0),
+                    pad_id=3),
+        _torch_case(gen, 5, 1, 4, 1, "B = 1、T = 1：目标句只有一个位置"),
     )
 
 
@@ -90,22 +123,26 @@ def _generate_embed(rng) -> tuple[Case, ...]:
     )
 
 
-def _random_config(rng, **fixed) -> TransformerConfig:
-    """随机的大配置：最大到论文 base 模型的规模（37,000 个词、d_model 512、6 层、d_ff 2048）。"""
-    return random_config(rng, heads=(1, 2, 4, 8), max_vocab=37001, max_width=33, max_layers=7, max_ff=2049,
-                         max_len=64, **fixed)
+def _generate_torch_logits(rng) -> tuple[Case, ...]:
+    """隐藏用例：随机的尺寸与填充，post-LN 与 pre-LN，pad_id 不是 0 的一例。"""
+    gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
 
+    def r(a, b):
+        return int(rng.integers(a, b))
 
-def _generate_count(rng) -> tuple[Case, ...]:
-    """隐藏用例：共享 + 绑定、两张表 + 绑定、不绑定、没有末尾 LayerNorm、pre-LN、随机的大配置。"""
-    return (
-        Case((_random_config(rng, share_embeddings=True, tie_output=True),), "共享词表、输出层绑定"),
-        Case((_random_config(rng, share_embeddings=False, tie_output=True),), "源、目标各一张表，输出层绑定"),
-        Case((_random_config(rng, tie_output=False),), "输出层不绑定：自己的权重，还多一组偏置"),
-        Case((_random_config(rng, final_norm=False),), "没有栈末尾的 LayerNorm"),
-        Case((_random_config(rng, norm_first=True),), "pre-LN"),
-        Case((_random_config(rng),), "随机配置"),
-    )
+    def pads(B, L):
+        return tuple(r(0, L) if i else 0 for i in range(B))            # 第 1 句不补，其余随机补（至少留 1 个真词）
+
+    cases = []
+    for k, (norm_first, pad_id) in enumerate(((False, 0), (True, 0), (False, r(1, 9)))):
+        B, S, T = r(1, 4), r(2, 9), r(1, 8)
+        heads = (1, 2, 4)[r(0, 3)]
+        kind = ("post-LN", "pre-LN", "post-LN，pad_id 不是 0（0 是真实的词）")[k]
+        cases.append(_torch_case(gen, r(0, 2 ** 31), B, S, T, f"随机的尺寸与填充，{kind}",
+                                 src_pad=pads(B, S), tgt_pad=pads(B, T), norm_first=norm_first, pad_id=pad_id,
+                                 n_heads=heads, d_model=2 * heads * r(2, 5),
+                                 n_layers=r(1, 3), src_vocab=r(10, 20), tgt_vocab=r(10, 20)))
+    return tuple(cases)
 
 
 register("ch09.embed", Exercise(
@@ -114,11 +151,13 @@ register("ch09.embed", Exercise(
     cases=_cases_embed(),
     generate=_generate_embed,
 ))
-register("ch09.count_parameters", Exercise(
-    title="不建模型，按配置数出 Transformer 的参数个数（绑定、共享的张量只算一次）",
-    reference=_count_parameters_reference,
-    cases=_cases_count(),
-    atol=0.5,
-    rtol=0.0,      # 参数个数必须一个不差：默认的相对误差 1e-5 在 6300 万上会放过几百个参数的错
-    generate=_generate_count,
+register("ch09.torch_logits", Exercise(
+    title="用 torch.nn.Transformer 的两个栈算出课程包模型的 logits（嵌入与输出层用课程包的，掩码按 torch 的约定）",
+    reference=_torch_logits_reference,
+    cases=_cases_torch_logits(),
+    # 输入是两个模块：检查器扰动不到它们的参数，量不出 float32 舍入的移动量，由这里给出。
+    # 读者若把模型换成 float32，两层的 Transformer 的 logits 差 1e-6 量级；错的写法差 0.01 以上。
+    atol=1e-5,
+    rtol=1e-4,
+    generate=_generate_torch_logits,
 ))
