@@ -153,7 +153,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout=None):
     （与 torch 的 F.scaled_dot_product_attention 相同）。
     一个键都不许看的行（例如整行都是填充）：权重全为 0、输出为 0 向量，
     而不是 NaN（本课程用的 torch 2.13 的 F.scaled_dot_product_attention
-    也这样做；较早的 torch 版本会给 NaN）。
+    也这样做；2.5 之前的 torch 会给 NaN）。
     输入本身含 NaN 时照样传出 NaN，不会被悄悄抹掉。
     dropout: 可选的 nn.Dropout，作用在权重上（训练时）。
     返回 (输出 (..., T, D_v), 权重 (..., T, S))。
