@@ -48,3 +48,12 @@ def test_html_table_escapes_and_checks_row_width():
     assert "<th>模型</th>" in out and "&lt;RNN&gt;" in out and out.count("<tr>") == 3
     with pytest.raises(ValueError, match="应有 2 个单元格.*第 2 行有 1 个"):
         html_table(["a", "b"], [[1, 2], [3]])
+
+
+def test_a_font_installed_after_matplotlib_cached_its_list_is_still_found(monkeypatch):
+    """字体缓存建好之后才装的中文字体：缓存里没有它，find_chinese_font 也要找到（重启内核不会更新缓存）。"""
+    from matplotlib import font_manager
+
+    stale = [f for f in font_manager.fontManager.ttflist if "CJK" not in f.name and "WenQuanYi" not in f.name]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", stale)
+    assert find_chinese_font() is not None

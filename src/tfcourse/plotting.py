@@ -26,13 +26,29 @@ INSTALL_HINT = (
 )
 
 
-def find_chinese_font() -> str | None:
-    """返回系统里第一个可用的中文字体名，没有则返回 None。"""
+def _known_chinese_font() -> str | None:
     names = {f.name for f in font_manager.fontManager.ttflist}
     for name in CJK_FONT_CANDIDATES:
         if name in names:
             return name
     return None
+
+
+def find_chinese_font() -> str | None:
+    """返回系统里第一个可用的中文字体名，没有则返回 None。
+
+    字体可能是在 matplotlib 建立字体缓存之后才装的（例如 Colab 里刚 apt 安装，或者本机先跑过一次再装字体：
+    缓存文件不会自己更新，重启内核也没用）：缓存里没有时，把系统里的中文字体文件补登记一次再找。"""
+    name = _known_chinese_font()
+    if name is None:
+        for path in font_manager.findSystemFonts():
+            if any(tag in path.lower() for tag in ("cjk", "wqy", "sourcehan", "simhei", "yahei", "pingfang")):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    pass
+        name = _known_chinese_font()
+    return name
 
 
 def use_chinese_font(strict: bool = False) -> str | None:
@@ -41,15 +57,6 @@ def use_chinese_font(strict: bool = False) -> str | None:
     找不到中文字体时：strict=True 抛出 RuntimeError，否则发出一次警告并返回 None。
     """
     name = find_chinese_font()
-    if name is None:
-        # 字体可能是在 matplotlib 建立字体缓存之后才装的（例如 Colab 里刚 apt 安装）：补登记一次
-        for path in font_manager.findSystemFonts():
-            if any(tag in path.lower() for tag in ("cjk", "wqy", "sourcehan", "simhei", "yahei", "pingfang")):
-                try:
-                    font_manager.fontManager.addfont(path)
-                except (OSError, RuntimeError, ValueError):
-                    pass
-        name = find_chinese_font()
     if name is None:
         if strict:
             raise RuntimeError(INSTALL_HINT)
