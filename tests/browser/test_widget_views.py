@@ -420,13 +420,16 @@ def _constructor_view(cls, call, env) -> dict:
         col = UNKNOWN if s is UNKNOWN else (-1 if s is None or len(s) < 2 or s[1] is None else s[1])
         return {"text": a["text"], "map": a["map_index"], "row": row, "col": col}
     if cls == "AttentionHeatmap":
-        sel = _call_args(call, ["weights", "q_tokens", "k_tokens"], {"selected": None}, env)
-        view = {"row": -1, "col": -1, "map": 0}
+        # 打开时的图：构造函数的 map_index（默认第一张），selected 的第三项（select 的 map_index）优先
+        sel = _call_args(call, ["weights", "q_tokens", "k_tokens"], {"selected": None, "map_index": 0}, env)
+        view = {"row": -1, "col": -1, "map": sel["map_index"]}
         s = sel["selected"]
-        if s is UNKNOWN:
-            view.update(row=UNKNOWN, col=UNKNOWN)
+        if s is UNKNOWN:                                    # selected 求不出：第三项可能也换了图
+            view.update(row=UNKNOWN, col=UNKNOWN, map=UNKNOWN)
         elif s is not None:
             view.update(row=s[0], col=-1 if len(s) < 2 or s[1] is None else s[1])
+            if len(s) >= 3 and s[2] is not None:
+                view["map"] = s[2]
         return view
     if cls == "PositionalEncodingExplorer":
         a = _call_args(call, ["max_len", "d_model", "position", "pair"], {"position": 10, "pair": 0}, env)
