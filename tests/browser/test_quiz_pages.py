@@ -146,3 +146,20 @@ def test_the_book_quizzes_cannot_be_passed_blind(site_dir):
     crowded = {ch: r["positions"] for ch, r in per.items()
                if r["positions"] and max(r["positions"].values()) > sum(r["positions"].values()) / 2}
     assert crowded == {}, f"这些章的单选题答案挤在一个位置上（位置: 题数）：{crowded}"
+
+
+POSITIONAL = re.compile(r"上面那|下面那|上一个选项|前一个选项|以上都|以上皆|同上|其他选项")
+
+
+def test_no_option_refers_to_another_by_position(site_dir):
+    """选项是洗过牌的：写"上面那种""以上都对"的选项，显示出来可能指向别的选项。"""
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "tools"))
+    from quiz_audit import quizzes_in
+    bad = [f"第 {quiz['chapter']} 章 {q['id']}：{o['text']}"
+           for page in sorted((site_dir / "book").rglob("ch*.html")) for quiz in quizzes_in(page)
+           for q in quiz["questions"] for o in q.get("options", []) if POSITIONAL.search(o["text"])]
+    assert bad == [], f"这些选项按位置指向别的选项，洗牌之后会指错：{bad}"
+    assert POSITIONAL.search("上面那种传错，在训练时也会变成 NaN")          # 这条检查真能抓到
