@@ -7,12 +7,12 @@ import pathlib
 import sys
 
 from .chapters import InstructorError, chapters_with_exercises
-from .sandbox import UNSAFE_FLAG
+from .sandbox import UNSAFE_FLAG, Limits, format_size, parse_size
 
 USAGE = """\
 tfcourse assign ch07 --out dist/
     写出 dist/student/<章>.ipynb（学生版：去掉参考答案、清除输出）、dist/solved/<章>.ipynb（答案卷）、dist/manifest.json
-tfcourse grade ch07 submissions/ --out grades/ --seed 秘密种子 [--jobs 2] [--timeout 60]
+tfcourse grade ch07 submissions/ --out grades/ --seed 秘密种子 [--jobs 2] [--timeout 60] [--memory 2G] [--max-procs 64]
     给文件夹里的每份提交评分：grades/grades.csv、grades/feedback/<学号>.md、grades/results/<学号>.json（Gradescope 格式）
     每份提交关在 bubblewrap 沙箱里；沙箱起不来就不评分（除非加上 --unsafe-no-sandbox）。
     评分前先评一遍答案卷：它不是满分就不评分、不写任何文件。
@@ -41,6 +41,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="秘密种子（任意字符串；也可以用环境变量 TFCOURSE_SEED 给出）。不要告诉学生")
     g.add_argument("--jobs", type=int, default=2, help="同时评几份（默认 2）")
     g.add_argument("--timeout", type=float, default=60.0, help="每份提交最多运行几秒（默认 60）")
+    d = Limits()
+    g.add_argument("--memory", default=format_size(d.memory),
+                   help=f"每份提交最多用多少内存（地址空间，如 2G、1500M；默认 {format_size(d.memory)}）")
+    g.add_argument("--max-procs", type=int, default=d.procs,
+                   help=f"每份提交最多几个进程与线程（默认 {d.procs}）")
+    g.add_argument("--max-file-size", default=format_size(d.file_size),
+                   help=f"每份提交写的单个文件最大多少（默认 {format_size(d.file_size)}）")
+    g.add_argument("--max-cpu", type=int, default=d.cpu,
+                   help=f"每份提交最多用几秒 CPU 时间（默认 {d.cpu}；墙钟时间由 --timeout 管）")
+    g.add_argument("--max-output", default=format_size(d.output),
+                   help=f"每份提交最多打印多少输出（默认 {format_size(d.output)}；超过就停止它）")
     g.add_argument("--id-regex", help="从文件的相对路径里取学号的正则（命名组 id 或第 1 组）；默认用文件名")
     g.add_argument("--manifest", type=pathlib.Path, help="assign 写出的 manifest.json（可在其中改每题分值）")
     g.add_argument("--book", type=pathlib.Path, help="书的目录（默认：当前目录或课程包所在仓库的 book/）")
@@ -84,9 +95,17 @@ def main(argv: list[str] | None = None) -> int:
                                   f"确实要在没有沙箱的情况下评分，请明确加上 {UNSAFE_FLAG}。")
         if not args.seed:
             raise InstructorError("请用 --seed 给出秘密种子（或设置环境变量 TFCOURSE_SEED）：隐藏用例由它生成。")
+        try:
+            limits = Limits(memory=parse_size(args.memory), procs=args.max_procs,
+                            file_size=parse_size(args.max_file_size), cpu=args.max_cpu,
+                            output=parse_size(args.max_output))
+        except ValueError as exc:
+            raise InstructorError(str(exc)) from None
+        if min(limits.memory, limits.procs, limits.file_size, limits.cpu, limits.output) <= 0:
+            raise InstructorError("资源上限都要大于 0。")
         result = grade_class(args.chapter, args.submissions, args.out, args.seed, jobs=args.jobs,
                              timeout=args.timeout, id_regex=args.id_regex, book=args.book,
-                             manifest=args.manifest, unsafe_no_sandbox=args.unsafe_no_sandbox)
+                             manifest=args.manifest, unsafe_no_sandbox=args.unsafe_no_sandbox, limits=limits)
         print(f"结果已写到 {args.out}/：grades.csv、feedback/、results/")
         print(summary(result))                     # 最后一行是 "N passed, M failed"
         return 0

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,9 +28,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chapters import Chapter, InstructorError, load_chapter, solved_notebook
-from .sandbox import Sandbox, child_env, detect, interpreter_paths, package_source
+from .results import BadResult, expected_budget, load_arrays, load_report
+from .sandbox import UIDS, Limits, Sandbox, child_env, detect, format_size, interpreter_paths, package_source
 
 MAX_LISTED_FAILURES = 3
+MAX_NOTEBOOK = 50 << 20            # 比这大的"笔记本"不评
+OUTPUT_TAIL = 64 << 10             # 评分进程的输出只留最后这么多（给教师排查用）
+INVALID = "结果文件无效"
+
+
+def cap_notes(limits: Limits) -> dict[str, str]:
+    """上限的中文名字（写进备注与反馈）。"""
+    return {"memory": f"内存超限（上限 {format_size(limits.memory)}）",
+            "procs": f"进程数超限（上限 {limits.procs} 个进程与线程）",
+            "file_size": f"文件过大（单个文件上限 {format_size(limits.file_size)}）",
+            "cpu": f"CPU 时间超限（上限 {limits.cpu} 秒）",
+            "output": f"输出过多（上限 {format_size(limits.output)}）"}
 
 
 def exercise_rng(seed: str, exercise_id: str) -> np.random.Generator:
@@ -196,59 +210,160 @@ def _is_notebook(path: pathlib.Path) -> str | None:
     """是 Jupyter 笔记本就返回 None，否则返回原因。"""
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return "文件损坏：不是 Jupyter 笔记本（读不出 JSON）"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return "文件损坏：不是 Jupyter 笔记本（没有 cells）"
     return None
 
 
-def _run_process(cmd, env, workdir, timeout) -> tuple[str, float]:
-    """运行学生进程；返回 ("ok"|"timeout"|"crash", 秒数)。超时就杀掉整个进程组。"""
+def _run_process(cmd, env, workdir, timeout, max_output: int) -> tuple[str, float, bytes, int]:
+    """运行学生进程，输出经管道读进来（只留最后 OUTPUT_TAIL 字节）。
+    返回 (状态, 秒数, 输出的末尾, 退出码)；状态是 ok、crash、timeout 或 output（输出超过 max_output，已杀掉）。
+    超时与输出过多都杀掉整个进程组（沙箱里 bwrap 带着整个 PID 命名空间一起结束）。"""
     start = time.perf_counter()
-    with open(workdir / "output.txt", "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    tail = bytearray()
+    total = 0
+    flooded = threading.Event()
+
+    def kill():
         try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            return "timeout", time.perf_counter() - start
-    return ("ok" if rc == 0 else "crash"), time.perf_counter() - start
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def drain():
+        nonlocal total, tail
+        while True:
+            chunk = proc.stdout.read1(1 << 16)
+            if not chunk:
+                return
+            total += len(chunk)
+            tail += chunk
+            if len(tail) > 2 * OUTPUT_TAIL:
+                del tail[:-OUTPUT_TAIL]
+            if total > max_output and not flooded.is_set():
+                flooded.set()
+                kill()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    state = None
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill()
+        rc = proc.wait()
+        state = "timeout"
+    reader.join(timeout=5)
+    if reader.is_alive():          # 还有进程拿着输出管道：整个进程组杀掉
+        kill()
+        reader.join(timeout=5)
+    proc.stdout.close()
+    if state is None:
+        state = "output" if flooded.is_set() else ("ok" if rc == 0 else "crash")
+    return state, time.perf_counter() - start, bytes(tail[-OUTPUT_TAIL:]), rc
+
+
+def _signal_of(rc: int) -> int | None:
+    """被信号杀掉的进程：直接运行时退出码是 -信号；bwrap 里是 128+信号。"""
+    if rc < 0:
+        return -rc
+    if 128 < rc < 128 + 65:
+        return rc - 128
+    return None
+
+
+def _crash_cap(rc: int, log: str, seconds: float, limits: Limits) -> str | None:
+    """评分进程没有写出结果就结束时，是撞上了哪个上限（看退出信号与输出的最后几行）。"""
+    sig = _signal_of(rc)
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and seconds >= limits.cpu):
+        return "cpu"
+    if sig == signal.SIGXFSZ:
+        return "file_size"
+    last = "\n".join(log.strip().splitlines()[-5:])
+    if "MemoryError" in last or "can't allocate memory" in last or "Cannot allocate memory" in last \
+            or "std::bad_alloc" in last:
+        return "memory"
+    if "Resource temporarily unavailable" in last or "can't start new thread" in last:
+        return "procs"
+    if "File too large" in last:
+        return "file_size"
+    return None
+
+
+def _outside(path: pathlib.Path, folder: pathlib.Path | None) -> bool:
+    """提交是符号链接（或经过符号链接），指到提交文件夹之外。"""
+    if folder is None:
+        return path.is_symlink()
+    try:
+        path.resolve().relative_to(pathlib.Path(folder).resolve())
+    except (ValueError, OSError, RuntimeError):
+        return True
+    return False
 
 
 def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes, student: str,
-              path: pathlib.Path, sandbox: Sandbox, timeout: float) -> SubmissionResult:
+              path: pathlib.Path, sandbox: Sandbox, timeout: float, limits: Limits | None = None,
+              folder: pathlib.Path | None = None) -> SubmissionResult:
     from ..exercises import EXERCISES
 
+    limits = limits or Limits()
+    caps = cap_notes(limits)
     start = time.perf_counter()
+    if _outside(path, folder):
+        return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
+                                ["提交是指向提交文件夹之外的符号链接，没有评分"], 0.0)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size > MAX_NOTEBOOK:
+        return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
+                                [f"文件过大（{size >> 20} MB），不是正常的笔记本，没有评分"], 0.0)
     broken = _is_notebook(path)
     if broken:
         return SubmissionResult(student, path.name, _not_run(ch, "未运行"), [broken], 0.0)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="tfcourse-grade-"))
+    uid = UIDS.take() if sandbox.switches_uid else None
+    n_cases = {s.id: len(cases[s.id]) for s in ch.exercises}
+    members, max_bytes = expected_budget([c.expected for s in ch.exercises for c in cases[s.id]])
     try:
         shutil.copyfile(path, workdir / "submission.ipynb")
         (workdir / "cases.pkl").write_bytes(job_bytes)
-        cmd = sandbox.command([sys.executable, "-m", "tfcourse.instructor.runner", str(workdir)], workdir)
-        state, seconds = _run_process(cmd, child_env(workdir), workdir, timeout)
+        if uid is not None:                # 学生进程换成无特权的 uid：只有工作目录归它
+            os.chown(workdir, uid, uid)
+        cmd = sandbox.command([sys.executable, "-m", "tfcourse.instructor.runner", str(workdir)], workdir, uid)
+        state, seconds, tail, rc = _run_process(cmd, child_env(workdir), workdir, timeout, limits.output)
+        log_lines = tail.decode("utf-8", errors="replace").strip().splitlines()
+        log = "\n".join(line[:300] for line in log_lines[-12:])
         if state == "timeout":
-            return SubmissionResult(student, path.name, _not_run(ch, "超时"), [f"超时（超过 {timeout:g} 秒）"], seconds)
-        try:
-            report = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
-            with np.load(workdir / "result.npz", allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, KeyError):
-            lines = (workdir / "output.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()
-            why = f"：{lines[-1][:200]}" if lines else ""
+            return SubmissionResult(student, path.name, _not_run(ch, "超时"), [f"超时（超过 {timeout:g} 秒）"], seconds,
+                                    log=log)
+        if state == "output":
             return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
-                                    [f"评分进程没有正常结束，没有得到结果{why}"], seconds,
-                                    log="\n".join(line[:300] for line in lines[-12:]))
+                                    [caps["output"] + "，评分进程已停止"], seconds, log=log)
+        if (workdir / "result.json").exists() or (workdir / "result.json").is_symlink() or state == "ok":
+            try:
+                report = load_report(workdir / "result.json", n_cases, 4 << 20)
+                arrays = load_arrays(workdir / "result.npz", members, max_bytes)
+            except BadResult as exc:
+                return SubmissionResult(student, path.name, _not_run(ch, INVALID),
+                                        [f"{INVALID}（{exc}）"], seconds, log=log)
+        else:
+            cap = _crash_cap(rc, log, seconds, limits)
+            if cap:
+                note = caps[cap] + "，评分进程被停止，没有得到结果"
+            else:
+                why = f"：{log_lines[-1][:200]}" if log_lines else ""
+                note = f"评分进程没有正常结束，没有得到结果{why}"
+            return SubmissionResult(student, path.name, _not_run(ch, "未运行"), [note], seconds, log=log)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if uid is not None:
+            UIDS.give(uid)
 
     notes, cell_problems = [], []
     for item in report.get("cells", []):
@@ -257,6 +372,8 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
             cell_problems.append(f"{where}无法解析（{item.get('error', '')}），已跳过")
         else:
             cell_problems.append(f"{where}出错：{item.get('hint') or item.get('error', '')}")
+        if item.get("cap"):
+            notes.append(caps[item["cap"]])
     if any("无法解析" in p for p in cell_problems):
         notes.append("有单元无法解析")
 
@@ -286,14 +403,21 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
             status = outcome.get("status")
             ok = False
             if status == "ok":
-                value = _decode(outcome.get("value", {"k": "other"}), arrays)
-                ok = _compare(case, value, ex)
-                problem = None if ok else explain(case.expected, value, ex.atol, ex.rtol, case.spread)
+                try:
+                    value = _decode(outcome.get("value", {"k": "other"}), arrays)
+                    ok = _compare(case, value, ex)
+                    problem = None if ok else explain(case.expected, value, ex.atol, ex.rtol, case.spread)
+                except Exception:         # 结果文件里缺这个数组，或它没法和期望比较
+                    ok, problem = False, INVALID
+                    notes.append(INVALID)
             elif status == "not_implemented":
                 not_implemented += 1
                 problem = "函数还没有实现（NotImplementedError）"
             else:
                 problem = outcome.get("hint") or f"函数抛出了 {outcome.get('error', '错误')}"
+                if outcome.get("cap"):
+                    problem += f"（{caps[outcome['cap']]}）"
+                    notes.append(caps[outcome["cap"]])
             if ok:
                 if case.hidden:
                     res.passed_hidden += 1
@@ -307,7 +431,8 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
         results.append(res)
     if all(r.status == "未作答" for r in results):
         notes.append("未作答")
-    return SubmissionResult(student, path.name, results, notes, time.perf_counter() - start, cell_problems)
+    return SubmissionResult(student, path.name, results, list(dict.fromkeys(notes)), time.perf_counter() - start,
+                            cell_problems)
 
 
 # ------------------------------------------------------------------ 一个班
@@ -346,6 +471,7 @@ class ClassResult:
     sandbox: Sandbox
     seconds: float
     key_seconds: float = 0.0      # 先评答案卷用了几秒
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def n_full(self) -> int:
@@ -354,12 +480,15 @@ class ClassResult:
 
 def grade_class(chapter: str, submissions: pathlib.Path, out: pathlib.Path, seed: str, jobs: int = 2,
                 timeout: float = 60.0, id_regex: str | None = None, book: pathlib.Path | None = None,
-                manifest: pathlib.Path | None = None, unsafe_no_sandbox: bool = False) -> ClassResult:
+                manifest: pathlib.Path | None = None, unsafe_no_sandbox: bool = False,
+                limits: Limits | None = None) -> ClassResult:
     """给一个文件夹里的全部提交评分，写 out/grades.csv、feedback/ 与 results/。
 
     先在同一个沙箱、同样的设置下评这一章的答案卷：它不是满分（沙箱挡住了 Python、缺包、超时……）就抛出
     InstructorError，一个成绩也不写。没有能用的 bubblewrap 时同样抛出，除非 unsafe_no_sandbox=True。
+    limits：每份提交的资源上限（默认 Limits()）；撞上上限的提交只丢没做完的部分，备注写明是哪个上限。
     """
+    limits = limits or Limits()
     start = time.perf_counter()
     points, names = None, None
     if manifest is not None:
@@ -385,27 +514,36 @@ def grade_class(chapter: str, submissions: pathlib.Path, out: pathlib.Path, seed
         cases = {s.id: grading_cases(s.id, seed) for s in ch.exercises}
     finally:
         torch.set_num_threads(threads)
-    job = {"exercises": {s.id: {"function": s.function, "cases": [c.args for c in cases[s.id]]}
-                         for s in ch.exercises}}
-    job_bytes = pickle.dumps(job)
     sandbox = detect(unsafe_no_sandbox, hidden=_hideable([submissions, out]))
-    key = check_answer_key(ch, cases, job_bytes, sandbox, timeout)
+    # 进程数上限只在沙箱里设：那里它只数这份提交的进程（换了 uid，或在 bwrap 的用户命名空间里）；
+    # 没有沙箱时它会数上你自己的全部进程
+    caps = {k: v for k, v in limits.as_dict().items() if k != "procs" or sandbox.active}
+    job = {"exercises": {s.id: {"function": s.function, "cases": [c.args for c in cases[s.id]]}
+                         for s in ch.exercises}, "limits": caps}
+    job_bytes = pickle.dumps(job)
+    key = check_answer_key(ch, cases, job_bytes, sandbox, timeout, limits)
+
+    def one(student: str, path: pathlib.Path) -> SubmissionResult:
+        try:
+            return grade_one(ch, cases, job_bytes, student, path, sandbox, timeout, limits, submissions)
+        except Exception as exc:          # 一份提交出了任何意外，也只丢这一份：全班的成绩照样写出
+            return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
+                                    [f"评分这份提交时出错（{type(exc).__name__}），没有评分"], 0.0)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        rows = list(pool.map(lambda a: grade_one(ch, cases, job_bytes, a[0], a[1], sandbox, timeout),
-                             zip(ids, files)))
-    result = ClassResult(ch, rows, sandbox, time.perf_counter() - start, key.seconds)
+        rows = list(pool.map(lambda a: one(*a), zip(ids, files)))
+    result = ClassResult(ch, rows, sandbox, time.perf_counter() - start, key.seconds, limits)
     write_outputs(result, out)
     return result
 
 
 def check_answer_key(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes, sandbox: Sandbox,
-                     timeout: float) -> SubmissionResult:
+                     timeout: float, limits: Limits | None = None) -> SubmissionResult:
     """在评全班之前，用同一个沙箱、同样的用例和超时评这一章的答案卷；不是满分就抛出 InstructorError。"""
     with tempfile.TemporaryDirectory(prefix="tfcourse-key-") as tmp:
         path = pathlib.Path(tmp) / ch.filename
         path.write_text(json.dumps(solved_notebook(ch), ensure_ascii=False), encoding="utf-8")
-        key = grade_one(ch, cases, job_bytes, "答案卷", path, sandbox, timeout)
+        key = grade_one(ch, cases, job_bytes, "答案卷", path, sandbox, timeout, limits, pathlib.Path(tmp))
     if key.score == key.max_score:
         return key
     lines = [f"答案卷（{ch.filename} 的参考答案）在评分环境里只得了 {_fmt(key.score)} / {_fmt(key.max_score)} 分，"
@@ -429,6 +567,8 @@ def check_answer_key(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes
                      "在它里面 pip install 缺的包，或装上课程的 requirements.txt")
     if any(r.status == "超时" for r in key.exercises):
         hints.append(f"答案卷超时（--timeout {timeout:g} 秒）：机器太忙或太慢时调大 --timeout")
+    if any(word in text for word in ("内存超限", "进程数超限", "文件过大", "CPU 时间超限", "输出过多")):
+        hints.append("答案卷撞上了资源上限：调大 --memory、--max-procs、--max-file-size、--max-cpu 或 --max-output")
     if not hints:
         hints.append("评分环境与写答案的环境不一致（包的版本、课程包的版本），或章节笔记本与练习登记对不上")
     lines += ["可能的原因：", *(f"  - {h}" for h in hints)]
@@ -475,7 +615,7 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult, sandbox: Sandbox | Non
         lines.append(f"## {mark} {r.id}：{r.title}")
         lines.append("")
         lines.append(f"- 得分：{_fmt(r.earned)} / {_fmt(r.points)}（{r.status}）")
-        if r.n_public + r.n_hidden and r.status not in ("未找到函数", "超时", "未运行"):
+        if r.n_public + r.n_hidden and r.status not in ("未找到函数", "超时", "未运行", INVALID):
             lines.append(f"- 公开用例通过 {r.passed_public}/{r.n_public}，隐藏用例通过 {r.passed_hidden}/{r.n_hidden}")
         shown = _distinct(r.problems) if r.status != "未作答" else r.problems[:1]
         for p in shown[:MAX_LISTED_FAILURES]:
@@ -549,6 +689,7 @@ def summary(result: ClassResult) -> str:
         lines.append("有备注的提交：" + "；".join(f"{r.student}：{'、'.join(r.notes)}" for r in noted[:10])
                      + ("……" if len(noted) > 10 else ""))
     lines.append(result.sandbox.describe())
+    lines.append(f"每份提交的上限：{result.limits.describe()}；墙钟时间见 --timeout。")
     lines.append(f"评分前先在同样的环境里评了答案卷：满分（{result.key_seconds:.1f} 秒）。")
     lines.append(f"{result.n_full} passed, {n - result.n_full} failed")
     return "\n".join(lines)

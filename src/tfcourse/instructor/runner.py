@@ -122,6 +122,47 @@ class _Arrays:
         return {"k": "array", "key": key}
 
 
+# 撞上资源上限时学生代码看到的错误 → 上限的名字（教师端据此在备注里写明是哪个上限）
+def cap_of(exc: BaseException) -> str | None:
+    import errno
+
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text.lower() \
+            or "Cannot allocate memory" in text:
+        return "memory"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG or "File too large" in text:
+        return "file_size"
+    if (isinstance(exc, OSError) and exc.errno == errno.EAGAIN) or "can't start new thread" in text \
+            or "Resource temporarily unavailable" in text:
+        return "procs"
+    return None
+
+
+def apply_limits(limits: dict) -> None:
+    """在执行学生代码之前设好资源上限（软硬相同：学生代码调不高）。CPU 的硬上限多 2 秒：先收到 SIGXCPU。"""
+    import resource
+
+    def cap(which, soft, hard=None):
+        try:
+            resource.setrlimit(which, (soft, soft if hard is None else hard))
+        except (ValueError, OSError):
+            pass
+
+    if limits.get("memory"):
+        cap(resource.RLIMIT_AS, int(limits["memory"]))
+    if limits.get("procs"):
+        cap(resource.RLIMIT_NPROC, int(limits["procs"]))
+    if limits.get("file_size"):
+        cap(resource.RLIMIT_FSIZE, int(limits["file_size"]))
+    if limits.get("cpu"):
+        cap(resource.RLIMIT_CPU, int(limits["cpu"]), int(limits["cpu"]) + 2)
+    cap(resource.RLIMIT_CORE, 0)
+    import signal
+
+    # 写文件超过上限时不直接杀掉进程，而是让那次写入出错（OSError EFBIG）：只丢那道题
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
 REFERENCES = "tfcourse.exercises"
 
 
@@ -164,6 +205,7 @@ def run(workdir: str) -> None:
 
     work = pathlib.Path(workdir)
     job = pickle.loads((work / "cases.pkl").read_bytes())        # 教师端写的，先于学生代码读入
+    apply_limits(job.get("limits", {}))
     seal_references()
     from IPython.core.inputtransformer2 import TransformerManager
     from IPython.display import display
@@ -197,6 +239,8 @@ def run(workdir: str) -> None:
                     failed.setdefault(name, []).append(i)
                 if not isinstance(node, (ast.Assign, ast.AnnAssign)):   # 赋值失败多半是正文的中间结果没有算：不报
                     item = {"cell": i, "problem": "error", "error": _error_text(exc)}
+                    if cap_of(exc):
+                        item["cap"] = cap_of(exc)
                     hint = skipped_name_hint(exc, skipped, failed, "这个单元")
                     if hint:
                         item["hint"] = hint
@@ -218,6 +262,8 @@ def run(workdir: str) -> None:
                 outcome = {"status": "not_implemented"}
             except BaseException as exc:
                 outcome = {"status": "error", "error": _error_text(exc)}
+                if cap_of(exc):
+                    outcome["cap"] = cap_of(exc)
                 hint = skipped_name_hint(exc, skipped, failed, f"函数 {item['function']} ")
                 if hint:
                     outcome["hint"] = hint
