@@ -327,3 +327,22 @@ def test_sandbox_binds_only_the_allow_list():
     debian = Sandbox("bwrap", bwrap="bwrap", keep=[pathlib.Path("/usr"), pathlib.Path("/usr/lib/python3/dist-packages")])
     cmd = debian.command(["python"], pathlib.Path("/tmp/work"))
     assert cmd[cmd.index("--ro-bind") + 1] == "/usr" and "/" not in [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
+
+
+@needs_bwrap
+def test_caps_too_tight_for_the_answer_key_write_nothing_and_name_the_flag(tmp_path, capsys):
+    """上限紧到答案卷都评不了（--memory 64M，numpy 一导入就超）：不评分、不写文件，说明该调大哪个选项。"""
+    from tfcourse.instructor import cli
+
+    ch = assign("ch02", tmp_path / "dist", ROOT / "book")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "key.ipynb").write_bytes((tmp_path / "dist" / "solved" / ch.filename).read_bytes())
+    argv = ["grade", "ch02", str(subs), "--seed", "s", "--book", str(ROOT / "book"), "--out", str(tmp_path / "g"),
+            "--timeout", str(TIMEOUT)]
+    assert cli.main(argv + ["--memory", "lots"]) == 1
+    assert "看不懂的大小" in capsys.readouterr().err
+    assert cli.main(argv + ["--memory", "64M"]) == 1
+    err = capsys.readouterr().err
+    assert "内存超限" in err and "调大 --memory" in err and "没有写出任何文件" in err, err
+    assert not (tmp_path / "g").exists()

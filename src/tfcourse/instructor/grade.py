@@ -567,8 +567,10 @@ def check_answer_key(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes
                      "在它里面 pip install 缺的包，或装上课程的 requirements.txt")
     if any(r.status == "超时" for r in key.exercises):
         hints.append(f"答案卷超时（--timeout {timeout:g} 秒）：机器太忙或太慢时调大 --timeout")
-    if any(word in text for word in ("内存超限", "进程数超限", "文件过大", "CPU 时间超限", "输出过多")):
-        hints.append("答案卷撞上了资源上限：调大 --memory、--max-procs、--max-file-size、--max-cpu 或 --max-output")
+    flags = [flag for word, flag in (("内存超限", "--memory"), ("进程数超限", "--max-procs"), ("文件过大", "--max-file-size"),
+                                     ("CPU 时间超限", "--max-cpu"), ("输出过多", "--max-output")) if word in text]
+    if flags:
+        hints.append(f"答案卷撞上了资源上限：调大 {'、'.join(flags)}（默认值见 tfcourse grade --help）")
     if not hints:
         hints.append("评分环境与写答案的环境不一致（包的版本、课程包的版本），或章节笔记本与练习登记对不上")
     lines += ["可能的原因：", *(f"  - {h}" for h in hints)]
