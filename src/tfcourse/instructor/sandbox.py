@@ -110,7 +110,8 @@ class Sandbox:
     hidden: list[pathlib.Path] = field(default_factory=list)
     keep: list[pathlib.Path] = field(default_factory=list)   # 只读挂上的 Python 与课程包
     setpriv: str | None = None        # 以 root 评分时：在沙箱里换成无特权 uid 的 setpriv
-    tmp_size: bool = False            # bwrap 支持 --size（给空的 /tmp 设大小）
+    tmp_size: bool = False            # bwrap 支持 --size（给空的 /tmp 设大小；0.7 起）
+    tmp_perms: bool = True            # bwrap 支持 --perms（让空的 /tmp 人人可写；0.5 起）
 
     @property
     def active(self) -> bool:
@@ -156,12 +157,12 @@ class Sandbox:
         made: set[str] = {"/"}
 
         def parents(path: str) -> None:
-            # bwrap 自己建的挂载点父目录是 0700：无特权的 uid 走不进去，先以 0755 建好
+            # bwrap 为挂载点自动建的父目录是 0700，无特权的 uid 走不进去；--dir 建的是 0755
             parts = pathlib.PurePosixPath(path).parents
             for parent in reversed(parts):
                 p = str(parent)
                 if p not in made:
-                    args.extend(["--perms", "0755", "--dir", p])
+                    args.extend(["--dir", p])
                     made.add(p)
 
         for kind, what in self._system():
@@ -174,7 +175,8 @@ class Sandbox:
                 args += ["--ro-bind", what, what]
                 made.add(what)
         args += ["--dev", "/dev", "--proc", "/proc"]
-        args += (["--size", str(256 << 20)] if self.tmp_size else []) + ["--perms", "1777", "--tmpfs", "/tmp"]
+        args += (["--size", str(256 << 20)] if self.tmp_size else []) + \
+            (["--perms", "1777"] if self.tmp_perms else []) + ["--tmpfs", "/tmp"]
         made |= {"/dev", "/proc", "/tmp"}
         # Python 与课程包：放在 /tmp 下的也在空的 /tmp 之后挂上
         for path in _outermost(self.keep):
@@ -292,7 +294,8 @@ def detect(unsafe_no_sandbox: bool = False, hidden: list[pathlib.Path] | None = 
     except (OSError, subprocess.TimeoutExpired):
         helptext = ""
     box = Sandbox("bwrap", bwrap=exe, hidden=[pathlib.Path(p) for p in (hidden or [])] + [references],
-                  keep=interpreter_paths(), setpriv=setpriv, tmp_size="--size" in helptext)
+                  keep=interpreter_paths(), setpriv=setpriv, tmp_size="--size" in helptext,
+                  tmp_perms="--perms" in helptext)
     ok, why = _probe(box)
     if not ok:
         raise InstructorError(f"不能评分：bubblewrap（{exe}）在这台机器上起不来（{why}），学生代码没法关进沙箱。" + FIX_HINT)
