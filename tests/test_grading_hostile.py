@@ -25,7 +25,7 @@ from tfcourse.instructor.assign import assign
 from tfcourse.instructor.chapters import cell_source
 from tfcourse.instructor.grade import grade_class
 from tfcourse.instructor.results import BadResult, load_arrays, load_report
-from tfcourse.instructor.sandbox import SANDBOX_UID_BASE, Limits, detect
+from tfcourse.instructor.sandbox import UIDS, UIDS_PER_PROCESS, Limits, detect
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = float(os.environ.get("TFCOURSE_TEST_TIMEOUT", "40"))
@@ -86,14 +86,19 @@ class _Listener:
         self.sock.close()
 
 
-def _home_dir() -> pathlib.Path:
+@pytest.fixture
+def planted_home():
     """种秘密的地方：教师真正的家目录里的一个临时文件夹（在 /tmp 之外：旧沙箱也盖住了 /tmp，那样测不出问题）。"""
     for base in (pathlib.Path.home(), pathlib.Path("/var/tmp")):
         try:
-            return pathlib.Path(tempfile.mkdtemp(prefix=".tfcourse-hostile-", dir=base))
+            home = pathlib.Path(tempfile.mkdtemp(prefix=".tfcourse-hostile-", dir=base))
+            break
         except OSError:
             continue
-    pytest.skip("找不到 /tmp 之外可写的地方来种秘密文件")
+    else:
+        pytest.skip("找不到 /tmp 之外可写的地方来种秘密文件")
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
 
 
 CORRUPTIONS = {
@@ -122,9 +127,9 @@ CORRUPTIONS = {
 
 
 @needs_bwrap
-def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch):
+def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch, planted_home):
     secret = "SECRET-" + secrets.token_hex(16)
-    home = _home_dir()
+    home = planted_home
     listener = _Listener()
     try:
         fake_home = home / "home"
@@ -206,9 +211,8 @@ def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch):
             assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
     if os.geteuid() == 0:
         left = [p for p in pathlib.Path("/proc").iterdir() if p.name.isdigit() and _uid(p) in
-                range(SANDBOX_UID_BASE, SANDBOX_UID_BASE + 16)]
+                range(UIDS.base(), UIDS.base() + UIDS_PER_PROCESS)]
         assert not left, left
-    shutil.rmtree(home, ignore_errors=True)
 
 
 @needs_bwrap

@@ -39,8 +39,10 @@ SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts")
 
 # 以 root 评分时学生进程用的 uid：每个同时评分的提交一个（进程数上限按 uid 计数，互不相干）；
-# 选在普通系统分配的范围之外，不会和真实用户重合
+# 选在普通系统分配的范围之外，不会和真实用户重合。每个评分进程占 64 个（按进程号错开），
+# 同时运行的几个 tfcourse grade（或并行的测试）也不会共用一个 uid
 SANDBOX_UID_BASE = 1_990_000_000
+UIDS_PER_PROCESS = 64
 
 
 def parse_size(text: str) -> int:
@@ -81,14 +83,17 @@ class Limits:
 class _UidPool:
     """同时评分的每份提交一个 uid（用完放回）；进程内共享，同一进程里同时评几个班也不会撞上。"""
 
-    def __init__(self, base: int):
-        self.base = base
+    def __init__(self):
         self.used: set[int] = set()
         self.lock = threading.Lock()
 
+    @staticmethod
+    def base() -> int:
+        return SANDBOX_UID_BASE + (os.getpid() % 1_000_000) * UIDS_PER_PROCESS
+
     def take(self) -> int:
         with self.lock:
-            uid = self.base
+            uid = self.base()
             while uid in self.used:
                 uid += 1
             self.used.add(uid)
@@ -99,7 +104,7 @@ class _UidPool:
             self.used.discard(uid)
 
 
-UIDS = _UidPool(SANDBOX_UID_BASE)
+UIDS = _UidPool()
 
 
 @dataclass
