@@ -17,7 +17,7 @@ help:
 	@echo "make pdf    把网站排成一本 PDF 到 $(PDF)（前言 + 16 章 + 自测答案；网站的下载按钮随后指向它）"
 	@echo "make book STUDENT=1（或 make student-book）  用学生版笔记本（没有参考答案）构建网站到 $(STUDENT_HTML)"
 	@echo "make bench  各章的运行时间与预算（一章接一章地执行；只量几章：make bench CH=\"13 15\"）"
-	@echo "make checkpoints  重新训练课程自己的模型（第 13–16 章载入的检查点；空闲的 2 核上约两个半小时）"
+	@echo "make checkpoints  重新训练课程自己的模型（第 13–16 章载入的检查点；空闲的 2 核上约三个多小时）"
 	@echo "make clean  删除构建产物（保留 .venv）"
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
