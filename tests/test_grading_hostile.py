@@ -167,6 +167,8 @@ def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch, plant
                                    "        f.write(b'x' * (1 << 20))"))
         write("flood", _hostile(f"for _ in range({3 * LIMITS.output >> 16}):\n"
                                 "    sys.stdout.write('y' * 65536)\n    sys.stdout.flush()"))
+        write("fd_flood", _hostile(f"for _ in range({3 * LIMITS.output >> 16}):\n"
+                                   "    os.write(1, b'y' * 65536)"))
         write("orphan", _hostile("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True)\n"
                                  "raise RuntimeError('left a process behind')"))
         write("limits", _hostile("import resource\nraise RuntimeError('LIMITS ' + ' '.join(str(resource.getrlimit(r)[0]) "
@@ -184,7 +186,7 @@ def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch, plant
     with open(out / "grades.csv", encoding="utf-8-sig", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     expected = {"key", "read_home", "read_beside", "list_home", "loopback", "fork", "memory", "big_file", "flood",
-                "orphan", "limits", "symlink"} | {f"rewrite_{n}" for n in CORRUPTIONS}
+                "fd_flood", "orphan", "limits", "symlink"} | {f"rewrite_{n}" for n in CORRUPTIONS}
     assert set(rows) == expected
     assert rows["key"]["score"] == "2" and rows["key"]["note"] == "", rows["key"]
     # 读不到的文件、连不上的本机：这道题不得分，另一道照常得分
@@ -198,7 +200,11 @@ def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch, plant
     for name, cap in (("fork", "进程数超限"), ("memory", "内存超限"), ("big_file", "文件过大")):
         assert rows[name]["ch02.attention_scores"] == "0" and rows[name]["ch02.self_attention"] == "1", rows[name]
         assert cap in rows[name]["note"] and cap in feedback[name], (name, rows[name])
-    assert rows["flood"]["score"] == "0" and "输出过多" in rows["flood"]["note"], rows["flood"]
+    # print 出来的洪水：超过上限的部分丢掉，题照样做完、照样得分，备注写明输出过多
+    assert rows["flood"]["score"] == "2" and "输出过多" in rows["flood"]["note"], (rows["flood"], feedback["flood"])
+    # 绕过 print 直接写文件描述符的：评分进程被停掉，先做完的那道题（self_attention）照样得分
+    fd = rows["fd_flood"]
+    assert fd["ch02.self_attention"] == "1" and fd["ch02.attention_scores"] == "0" and "输出过多" in fd["note"], fd
     assert f"LIMITS {LIMITS.memory} {LIMITS.procs} {LIMITS.file_size} {LIMITS.cpu}" in feedback["limits"]
     # 改写结果文件的：这份提交「结果文件无效」、0 分，全班照常
     for name in CORRUPTIONS:
@@ -217,7 +223,8 @@ def test_hostile_class_is_graded_and_learns_nothing(tmp_path, monkeypatch, plant
 
 @needs_bwrap
 def test_cpu_cap_stops_a_spinning_submission(tmp_path):
-    """CPU 时间上限（比墙钟超时先到）：转圈的提交被停止，备注「CPU 时间超限」；答案卷照样满分。"""
+    """CPU 时间上限（比墙钟超时先到）：转圈的那道题被停下，备注「CPU 时间超限」；先做完的那道题照样得分；
+    答案卷照样满分。"""
     ch = assign("ch02", tmp_path / "dist", ROOT / "book")
     solved = json.loads((tmp_path / "dist" / "solved" / ch.filename).read_text(encoding="utf-8"))
     cell = next(i for i, c in enumerate(solved["cells"]) if "def my_attention_scores(" in cell_source(c))
@@ -233,7 +240,8 @@ def test_cpu_cap_stops_a_spinning_submission(tmp_path):
     with open(tmp_path / "grades" / "grades.csv", encoding="utf-8-sig", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     assert rows["key"]["score"] == "2"
-    assert rows["spin"]["score"] == "0" and "CPU 时间超限" in rows["spin"]["note"], rows["spin"]
+    assert rows["spin"]["score"] == "1" and "CPU 时间超限" in rows["spin"]["note"], rows["spin"]
+    assert rows["spin"]["ch02.self_attention"] == "1" and rows["spin"]["ch02.attention_scores"] == "0"
     assert "超时" not in rows["spin"]["note"]
 
 

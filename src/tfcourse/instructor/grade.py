@@ -180,7 +180,7 @@ class ExerciseResult:
     passed_hidden: int = 0
     n_hidden: int = 0
     problems: list[str] = field(default_factory=list)
-    status: str = ""              # 通过 / 未通过 / 未作答 / 未找到函数 / 未运行
+    status: str = ""              # 通过 / 未通过 / 未作答 / 未找到函数 / 未运行 / 未完成（评分进程在这道题之前停下）
 
 
 @dataclass
@@ -339,33 +339,38 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
         state, seconds, tail, rc = _run_process(cmd, child_env(workdir), workdir, timeout, limits.output)
         log_lines = tail.decode("utf-8", errors="replace").strip().splitlines()
         log = "\n".join(line[:300] for line in log_lines[-12:])
+        # 没有正常结束时为什么停下（runner 每做完一道题就写一次结果：做完的题照样评分，没做完的才丢分）
+        stopped = None
         if state == "timeout":
-            return SubmissionResult(student, path.name, _not_run(ch, "超时"), [f"超时（超过 {timeout:g} 秒）"], seconds,
-                                    log=log)
-        if state == "output":
-            return SubmissionResult(student, path.name, _not_run(ch, "未运行"),
-                                    [caps["output"] + "，评分进程已停止"], seconds, log=log)
-        if (workdir / "result.json").exists() or (workdir / "result.json").is_symlink() or state == "ok":
-            try:
-                report = load_report(workdir / "result.json", n_cases, 4 << 20)
-                arrays = load_arrays(workdir / "result.npz", members, max_bytes)
-            except BadResult as exc:
-                return SubmissionResult(student, path.name, _not_run(ch, INVALID),
-                                        [f"{INVALID}（{exc}）"], seconds, log=log)
-        else:
+            stopped = f"超时（超过 {timeout:g} 秒）"
+        elif state == "output":
+            stopped = caps["output"] + "，评分进程已停止"
+        elif state != "ok":
             cap = _crash_cap(rc, log, seconds, limits)
             if cap:
-                note = caps[cap] + "，评分进程被停止，没有得到结果"
+                stopped = caps[cap] + "，评分进程被停止"
             else:
                 why = f"：{log_lines[-1][:200]}" if log_lines else ""
-                note = f"评分进程没有正常结束，没有得到结果{why}"
-            return SubmissionResult(student, path.name, _not_run(ch, "未运行"), [note], seconds, log=log)
+                stopped = f"评分进程没有正常结束{why}"
+        has_result = (workdir / "result.json").exists() or (workdir / "result.json").is_symlink()
+        if not has_result and stopped:
+            status = "超时" if state == "timeout" else "未运行"
+            return SubmissionResult(student, path.name, _not_run(ch, status), [stopped + "，没有得到结果"], seconds,
+                                    log=log)
+        try:
+            report = load_report(workdir / "result.json", n_cases, 4 << 20)
+            arrays = load_arrays(workdir / "result.npz", members, max_bytes)
+        except BadResult as exc:
+            return SubmissionResult(student, path.name, _not_run(ch, INVALID),
+                                    [f"{INVALID}（{exc}）"], seconds, log=log)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
             UIDS.give(uid)
 
-    notes, cell_problems = [], []
+    notes, cell_problems = ([stopped] if stopped else []), []
+    if report.get("output_capped"):
+        notes.append(caps["output"] + "，多出的部分没有保留")
     for item in report.get("cells", []):
         where = f"第 {item['cell'] + 1} 个单元"
         if item.get("problem") == "syntax":
@@ -383,7 +388,12 @@ def grade_one(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes: bytes
         res = ExerciseResult(spec.id, spec.title, spec.points, 0.0,
                              n_public=sum(not c.hidden for c in cases[spec.id]),
                              n_hidden=sum(c.hidden for c in cases[spec.id]))
-        got = report.get("exercises", {}).get(spec.id, {"missing": True, "cases": []})
+        got = report.get("exercises", {}).get(spec.id)
+        if got is None:                   # 评分进程在做到这道题之前就停下了（或结果里没有它）
+            res.status = "未完成"
+            res.problems.append((stopped or "评分进程没有给出这道题的结果") + "，这道题没有做完")
+            results.append(res)
+            continue
         if got.get("missing"):
             res.status = "未找到函数"
             res.problems.append(f"笔记本里没有定义函数 {spec.function}")
@@ -565,7 +575,7 @@ def check_answer_key(ch: Chapter, cases: dict[str, list[GradingCase]], job_bytes
     if "ModuleNotFoundError" in text or "No module named" in text:
         hints.append(f"评分用的 Python（{sys.executable}）缺少这一章要用的包（或沙箱看不到装包的地方）："
                      "在它里面 pip install 缺的包，或装上课程的 requirements.txt")
-    if any(r.status == "超时" for r in key.exercises):
+    if any(r.status == "超时" or any(p.startswith("超时") for p in r.problems) for r in key.exercises):
         hints.append(f"答案卷超时（--timeout {timeout:g} 秒）：机器太忙或太慢时调大 --timeout")
     flags = [flag for word, flag in (("内存超限", "--memory"), ("进程数超限", "--max-procs"), ("文件过大", "--max-file-size"),
                                      ("CPU 时间超限", "--max-cpu"), ("输出过多", "--max-output")) if word in text]
@@ -617,7 +627,7 @@ def feedback_markdown(ch: Chapter, row: SubmissionResult, sandbox: Sandbox | Non
         lines.append(f"## {mark} {r.id}：{r.title}")
         lines.append("")
         lines.append(f"- 得分：{_fmt(r.earned)} / {_fmt(r.points)}（{r.status}）")
-        if r.n_public + r.n_hidden and r.status not in ("未找到函数", "超时", "未运行", INVALID):
+        if r.n_public + r.n_hidden and r.status not in ("未找到函数", "超时", "未运行", "未完成", INVALID):
             lines.append(f"- 公开用例通过 {r.passed_public}/{r.n_public}，隐藏用例通过 {r.passed_hidden}/{r.n_hidden}")
         shown = _distinct(r.problems) if r.status != "未作答" else r.problems[:1]
         for p in shown[:MAX_LISTED_FAILURES]:

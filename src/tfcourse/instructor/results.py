@@ -22,7 +22,7 @@ MAX_TEXT = 600                    # 报告里任何一段文字
 MAX_ITEMS = 4096                  # 报告里任何一个列表
 MEMBER = re.compile(r"a\d{1,6}\.npy")
 STATUSES = {"ok", "not_implemented", "error"}
-CAPS = {"memory", "procs", "file_size"}
+CAPS = {"memory", "procs", "file_size", "cpu"}
 
 
 class BadResult(Exception):
@@ -164,7 +164,7 @@ def load_report(path, exercises: dict[str, int], limit: int) -> dict:
         if item.get("cap") in CAPS:
             clean["cap"] = item["cap"]
         cells.append(clean)
-    out = {"cells": cells, "exercises": {}}
+    out = {"cells": cells, "exercises": {}, "output_capped": report.get("output_capped") is True}
     for eid, n_cases in exercises.items():
         got = report["exercises"].get(eid)
         if got is None:

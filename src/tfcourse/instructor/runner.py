@@ -4,6 +4,8 @@
 这里只执行笔记本里的定义——import、函数与类的定义、不调用函数的赋值（如 BOS = numerals.BOS_ID）——
 不执行章节的训练和画图；然后把每个输入交给学生的函数，把返回值写成 result.json + result.npz
 （只含数组与 JSON，教师端读取时不会执行任何代码）。期望输出不在这里：比对在教师端的进程里做。
+每做完一道题就把结果写一次：之后撞上 CPU 上限、超时或被停掉，先做完的题照样评分。
+学生代码 print 的输出超过上限的四分之一就丢掉（只记下"输出过多"），评分照常进行。
 """
 from __future__ import annotations
 
@@ -127,6 +129,8 @@ def cap_of(exc: BaseException) -> str | None:
     import errno
 
     text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, CpuCap):
+        return "cpu"
     if isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text.lower() \
             or "Cannot allocate memory" in text:
         return "memory"
@@ -136,6 +140,39 @@ def cap_of(exc: BaseException) -> str | None:
             or "Resource temporarily unavailable" in text:
         return "procs"
     return None
+
+
+class CpuCap(BaseException):
+    """CPU 时间到了软上限（SIGXCPU）：当前这道题算撞上了上限，没做的题不再做，写下已有的结果就结束。"""
+
+
+class _CappedStream:
+    """学生代码的 print 走这里：超过 budget 个字符后不再写出，只记下"输出过多"（评分照常进行）。
+    直接往文件描述符 1、2 写的，仍由教师端在总输出超过上限时整个停掉。"""
+
+    def __init__(self, stream, budget: int):
+        self.stream, self.budget, self.used, self.capped = stream, budget, 0, False
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = self.budget - self.used
+        if len(text) > room:
+            self.capped = True
+            text = text[:max(room, 0)]
+        self.used += len(text)
+        if text:
+            self.stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _raise_cpu_cap(signum, frame):
+    raise CpuCap("CPU 时间超限")
 
 
 def apply_limits(limits: dict) -> None:
@@ -161,6 +198,8 @@ def apply_limits(limits: dict) -> None:
 
     # 写文件超过上限时不直接杀掉进程，而是让那次写入出错（OSError EFBIG）：只丢那道题
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # CPU 到了软上限先收到 SIGXCPU（离硬上限还有 2 秒）：变成异常，交出已做完的题
+    signal.signal(signal.SIGXCPU, _raise_cpu_cap)
 
 
 REFERENCES = "tfcourse.exercises"
@@ -205,8 +244,12 @@ def run(workdir: str) -> None:
 
     work = pathlib.Path(workdir)
     job = pickle.loads((work / "cases.pkl").read_bytes())        # 教师端写的，先于学生代码读入
-    apply_limits(job.get("limits", {}))
+    limits = job.get("limits", {})
+    apply_limits(limits)
     seal_references()
+    budget = max(int(limits.get("output") or 0) // 4, 4096) if limits.get("output") else 1 << 62
+    sys.stdout = _CappedStream(sys.stdout, budget)            # print 的输出：超过上限的一部分就丢掉
+    sys.stderr = _CappedStream(sys.stderr, budget)
     from IPython.core.inputtransformer2 import TransformerManager
     from IPython.display import display
 
@@ -234,6 +277,10 @@ def run(workdir: str) -> None:
         for node in kept:
             try:
                 exec(compile(ast.Module([node], type_ignores=[]), f"<单元 {i + 1}>", "exec"), namespace)
+            except CpuCap:                 # CPU 用完了：一道题也没做，写下单元的记录就结束
+                report["cells"].append({"cell": i, "problem": "error", "error": "CPU 时间超限", "cap": "cpu"})
+                _finish(work, report, _Arrays())
+                return
             except BaseException as exc:   # 学生代码的任何错误（包括 SystemExit）都只记下来
                 for name in bound_names(node):
                     failed.setdefault(name, []).append(i)
@@ -247,6 +294,7 @@ def run(workdir: str) -> None:
                     report["cells"].append(item)
 
     arrays = _Arrays()
+    _finish(work, report, arrays)          # 每做完一道题就写一次：后面撞上上限、被停掉，做完的题照样算
     for eid, item in job["exercises"].items():
         fn = namespace.get(item["function"])
         if not callable(fn):
@@ -260,6 +308,12 @@ def run(workdir: str) -> None:
                 outcome = {"status": "ok", "value": arrays.encode(got)}
             except NotImplementedError:
                 outcome = {"status": "not_implemented"}
+            except CpuCap:                 # 这道题算撞上 CPU 上限；后面的题不再做
+                outcomes.append({"status": "error", "error": "CPU 时间超限", "cap": "cpu",
+                                 "seconds": time.perf_counter() - start})
+                report["exercises"][eid] = {"missing": False, "cases": outcomes}
+                _finish(work, report, arrays)
+                return
             except BaseException as exc:
                 outcome = {"status": "error", "error": _error_text(exc)}
                 if cap_of(exc):
@@ -270,11 +324,19 @@ def run(workdir: str) -> None:
             outcome["seconds"] = time.perf_counter() - start
             outcomes.append(outcome)
         report["exercises"][eid] = {"missing": False, "cases": outcomes}
+        _finish(work, report, arrays)
 
+
+def _finish(work, report: dict, arrays: _Arrays) -> None:
+    """写下目前为止的结果（先写到临时文件再改名：被停在半路也不会留下写了一半的文件）。"""
+    capped = [s for s in (sys.stdout, sys.stderr) if isinstance(s, _CappedStream) and s.capped]
+    report["output_capped"] = bool(capped)
     buf = io.BytesIO()
     np.savez(buf, **arrays.arrays)
-    (work / "result.npz").write_bytes(buf.getvalue())
-    (work / "result.json").write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    (work / "result.npz.tmp").write_bytes(buf.getvalue())
+    (work / "result.npz.tmp").replace(work / "result.npz")
+    (work / "result.json.tmp").write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    (work / "result.json.tmp").replace(work / "result.json")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ class Limits:
                 f"CPU {self.cpu} 秒、输出 {format_size(self.output)}")
 
     def as_dict(self) -> dict:
-        return {"memory": self.memory, "procs": self.procs, "file_size": self.file_size, "cpu": self.cpu}
+        return {"memory": self.memory, "procs": self.procs, "file_size": self.file_size, "cpu": self.cpu,
+                "output": self.output}
 
 
 class _UidPool:
