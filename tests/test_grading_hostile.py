@@ -26,6 +26,7 @@ from tfcourse.instructor.chapters import cell_source
 from tfcourse.instructor.grade import grade_class
 from tfcourse.instructor.results import BadResult, load_arrays, load_report
 from tfcourse.instructor.sandbox import UIDS, UIDS_PER_PROCESS, Limits, detect
+from test_instructor_grading import _Listener  # 本机的 TCP 服务，数有没有人连进来
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = float(os.environ.get("TFCOURSE_TEST_TIMEOUT", "40"))
@@ -57,33 +58,6 @@ def _at_exit(body: str) -> str:
     return ("import atexit\n\n@atexit.register\ndef _rewrite():\n    import numpy as np, os, io, zipfile, json\n"
             + "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
             + "\n\n" + HEAD + HONEST)
-
-
-class _Listener:
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(5)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-                self.accepted += 1
-                conn.close()
-            except OSError:
-                pass
-
-    def close(self):
-        self.stop = True
-        self.thread.join()
-        self.sock.close()
 
 
 @pytest.fixture

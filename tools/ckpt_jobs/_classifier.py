@@ -81,6 +81,21 @@ def run_seeds(make_model, train, val, test, *, epochs: int, lr: float, desc: str
     return best[2], meta
 
 
+def cache_lower(model, seqs, pad_id: int, batch_size: int) -> list:
+    """冻结部分（词向量与下面几层，`model.encode_lower`）对每条序列只前向一次：返回每条的 (T_i, C) 隐藏状态，
+    按原顺序排好（按长度分桶只为省时间）。"""
+    from tfcourse.classify import LengthBuckets
+
+    data = LengthBuckets(seqs, batch_size=batch_size, pad_id=pad_id)
+    out, pos = [None] * len(seqs), 0
+    for x, mask, _ in data.in_order():
+        h = model.encode_lower(x, mask)                        # (B, T, C)
+        for j in range(len(x)):
+            out[data.order[pos + j]] = h[j, :int(mask[j].sum())].clone()
+        pos += len(x)
+    return out
+
+
 def char_data(encoder, batch_size=64):
     from tfcourse.classify import LengthBuckets
     from tfcourse.data.reviews import split_reviews

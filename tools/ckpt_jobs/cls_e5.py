@@ -48,7 +48,7 @@ def build():
     from tfcourse.data.reviews import split_reviews
     from tfcourse.lora import trainable_parameters
 
-    from ckpt_jobs._classifier import half_round, load, scores
+    from ckpt_jobs._classifier import cache_lower, half_round, load, scores
 
     t0 = time.perf_counter()
     base, tokenizer = load_e5_small()
@@ -59,14 +59,7 @@ def build():
     cached = []
     t1 = time.perf_counter()
     for seqs, what in zip(parts, ("train", "val", "test")):  # 冻结部分：每条评论只前向一次
-        data = LengthBuckets(seqs, batch_size=64, pad_id=encoder.pad_id)
-        out, pos = [None] * len(seqs), 0
-        for x, mask, _ in data.in_order():
-            h = lower.encode_lower(x, mask)                     # (B, T, C)
-            for j in range(len(x)):
-                out[data.order[pos + j]] = h[j, :int(mask[j].sum())].clone()
-            pos += len(x)
-        cached.append(out)
+        cached.append(cache_lower(lower, seqs, encoder.pad_id, batch_size=64))
         print(f"   冻结的 {base.config.n_layers - TOP} 层：{what} {len(seqs)} 条，累计 {time.perf_counter() - t1:.0f} 秒",
               flush=True)
     cache_seconds = time.perf_counter() - t1

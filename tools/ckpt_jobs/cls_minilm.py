@@ -31,7 +31,7 @@ def build():
     from tfcourse.classify import BertClassifier, LengthBuckets, WordPieceEncoder, evaluate_logits
     from tfcourse.data.reviews import split_reviews
 
-    from ckpt_jobs._classifier import half_round, run_seeds, scores
+    from ckpt_jobs._classifier import cache_lower, half_round, run_seeds, scores
 
     base, wp = load_minilm()
     encoder = WordPieceEncoder(wp, MAX_TOKENS)
@@ -45,17 +45,8 @@ def build():
         return model
 
     lower = freeze(BertClassifier(base, pool=POOL, dropout=DROPOUT, freeze_layers=FROZEN)).eval()
-    cached = []
-    for seqs in parts:                                         # 冻结部分：每条评论只前向一次
-        data = LengthBuckets(seqs, batch_size=128, pad_id=encoder.pad_id)
-        out = [None] * len(seqs)
-        pos = 0
-        for x, mask, _ in data.in_order():
-            h = lower.encode_lower(x, mask)                    # (B, T, C)
-            for j in range(len(x)):
-                out[data.order[pos + j]] = h[j, :int(mask[j].sum())].clone()
-            pos += len(x)
-        cached.append(out)
+    cached = [cache_lower(lower, seqs, encoder.pad_id, batch_size=128)   # 冻结部分：每条评论只前向一次
+              for seqs in parts]
     train, val, test = (LengthBuckets(c, part.labels, batch_size=64) for c, part in
                         zip(cached, (sp.train, sp.val, sp.test)))
     original = {k: v.clone() for k, v in base.state_dict().items()}
