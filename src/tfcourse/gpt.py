@@ -145,8 +145,7 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
     后面接着同样的已生成 token）之后算一遍 u，用 u + guidance_scale·(c − u) 代替 c（`sampling.guide_logits`），
     再做温度、top-k、top-p。guidance_scale = 1 就是不引导；越大，越远离反面提示所说的方向。
     """
-    if not isinstance(model, GPT):
-        raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
+    _check_lm(model)
     ids = torch.as_tensor(prompt_ids)
     if ids.dim() == 1:
         ids = ids[None]                                        # (T0,) -> (1, T0)
@@ -197,6 +196,14 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
     return ids[:B]
 
 
+def _check_lm(model) -> None:
+    """generate、train_lm 接受的模型：本章的 GPT，或附录 A 的 LlamaGPT（同样的接口：ids、cache、last_only）。"""
+    from .llama import LlamaGPT
+
+    if not isinstance(model, (GPT, LlamaGPT)):
+        raise ValueError(f"model 应为 tfcourse.gpt.GPT 或 tfcourse.llama.LlamaGPT，实际得到 {type(model).__name__}。")
+
+
 def _check_suppress(suppress_ids, V: int) -> torch.Tensor | None:
     """suppress_ids → 一维的 id 张量（None 或空 → None）；每个 id 都要在 0…V−1 之内。"""
     if suppress_ids is None:
@@ -234,8 +241,7 @@ def train_lm(model: GPT, ids: torch.Tensor, *, steps: int, batch_size: int, bloc
     """
     from .train import fit, warmup_linear_lr
 
-    if not isinstance(model, GPT):
-        raise ValueError(f"model 应为 tfcourse.gpt.GPT，实际得到 {type(model).__name__}。")
+    _check_lm(model)
     steps, batch_size, block = (positive_int(v, n) for v, n in ((steps, "steps"), (batch_size, "batch_size"),
                                                                     (block, "block")))
     if block > model.config.max_len:

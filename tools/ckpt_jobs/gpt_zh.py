@@ -60,8 +60,16 @@ def _baselines(train_ids, val_ids, test_ids, V, skip):
 
 
 def build():
+    from tfcourse.gpt import GPT, GPTConfig
+
+    return train_char_lm(lambda **kw: GPT(GPTConfig(**kw)), CONFIG)
+
+
+def train_char_lm(make_model, config: dict, label: str = "GPT"):
+    """在评论语料上训练一个字级语言模型（gpt-zh 与 gpt-zh-llama 共用：同字表、同步数、同批大小、同学习率）。
+    make_model(vocab_size=…, **config) 建模型；返回 (state, meta)。"""
     from tfcourse.data.reviews import split_reviews
-    from tfcourse.gpt import GPT, GPTConfig, encode_reviews, mean_nll, train_lm
+    from tfcourse.gpt import encode_reviews, mean_nll, train_lm
     from tfcourse.tokenize import CharVocab
 
     torch.manual_seed(SEED)
@@ -69,7 +77,7 @@ def build():
     vocab = CharVocab.build(splits.train.texts, N_CHARS, specials=SPECIALS)
     train_ids, val_ids, test_ids = (encode_reviews(vocab, s.texts)
                                     for s in (splits.train, splits.val, splits.test))
-    model = GPT(GPTConfig(vocab_size=len(vocab), **dict(CONFIG, dropout=TRAIN_DROPOUT)))
+    model = make_model(vocab_size=len(vocab), **dict(config, dropout=TRAIN_DROPOUT))
     val_small = val_ids[:EVAL_TOKENS + 1]
     best = {"nll": float("inf"), "step": 0, "state": None}
 
@@ -84,13 +92,13 @@ def build():
     for s, v in zip(hist["eval_steps"], hist["eval"]):
         print(f"   第 {s} 步：验证集前 {EVAL_TOKENS} 字 {v:.4f} 奈特/字", flush=True)
     best["step"] = hist["eval_steps"][int(np.argmin(hist["eval"]))]
-    model = GPT(GPTConfig(vocab_size=len(vocab), **CONFIG))            # 存下的 config：dropout 0
+    model = make_model(vocab_size=len(vocab), **config)               # 存下的 config：dropout 0
     model.load_state_dict({k: v.half().float() for k, v in best["state"].items()})   # 存成 float16：量的是取整之后的模型
     model.eval()
     val_nll, test_nll = mean_nll(model, val_ids, BLOCK), mean_nll(model, test_ids, BLOCK)
     base = _baselines(train_ids, val_ids, test_ids, len(vocab), skip={vocab.id(t) for t in SPECIALS[2:]})
     meta = {
-        "config": {"vocab_size": len(vocab), **CONFIG},
+        "config": {"vocab_size": len(vocab), **config},
         "vocab": vocab.to_meta(),
         "control_tokens": {"1": "<好评>", "0": "<差评>"},
         "train": {"steps": STEPS, "batch_size": BATCH, "block": BLOCK, "peak_lr": PEAK_LR,
@@ -104,7 +112,7 @@ def build():
         "val_ppl": math.exp(val_nll), "test_ppl": math.exp(test_nll),
         "baselines": base, "storage": "float16",
     }
-    print(f"   GPT：验证 {meta['val_ppl']:.1f}，测试 {meta['test_ppl']:.1f}；二元基线：验证 "
+    print(f"   {label}：验证 {meta['val_ppl']:.1f}，测试 {meta['test_ppl']:.1f}；二元基线：验证 "
           f"{base['bigram_val_ppl']:.1f}，测试 {base['bigram_test_ppl']:.1f}（k = {base['bigram_k']}）", flush=True)
     # 与词向量表共享的输出层不存两份；float16 存储（上面的数字就是取整之后量的）
     state = {k: v.half() for k, v in model.state_dict().items() if k != "lm_head.weight"}
