@@ -54,7 +54,7 @@ def test_option_order_is_fixed_by_chapter_and_id_and_independent_of_how_options_
         assert all(o["key"] == option_key(o["text"]) for o in q["options"])
 
 
-@pytest.mark.parametrize("chapter", range(1, 17))
+@pytest.mark.parametrize("chapter", range(1, 19))
 def test_right_answers_spread_over_positions_even_when_authors_always_write_them_first(chapter):
     """作者总把正确选项写在第一个：显示出来后，一章里没有哪个位置占到单选题答案的一半以上，
     "总选第一个"的得分与瞎猜相差不到 1/n。"""
@@ -96,7 +96,7 @@ def test_blind_scores_counts_first_longest_and_guessing():
     (lambda: Quiz.number("x", "题", answer=1.0, tolerance=0.1, why="w", hint=" "), "提示"),
     (lambda: Quiz([], chapter=3), "空的"),
     (lambda: Quiz([{"kind": "essay"}], chapter=3), "构造"),
-    (lambda: Quiz([Quiz.number("x", "题", answer=1, tolerance=0, why="w", hint="h")], chapter=17), "1–16"),
+    (lambda: Quiz([Quiz.number("x", "题", answer=1, tolerance=0, why="w", hint="h")], chapter=19), "1–18"),
     (lambda: Quiz([Quiz.number("x", "题", answer=1, tolerance=0, why="w", hint="h")] * 2, chapter=3), "重复"),
 ])
 def test_bad_questions_are_refused_in_chinese(make, words):

@@ -63,7 +63,7 @@ def test_reference_model_uses_the_float16_weights_and_stays_close():
 
 def test_write_all_writes_each_model_once(tmp_path):
     paths = webmodels.write_all(tmp_path)
-    assert [p.name for p in paths] == [f"{n}.safetensors" for n in ("gpt-zh", "gpt-zh-ctrl", "bert-zh", "cls-bert")]
+    assert [p.name for p in paths] == [f"{n}.safetensors" for n in ("gpt-zh", "gpt-zh-ctrl", "gpt-zh-llama", "bert-zh", "cls-bert")]
     mtime = paths[0].stat().st_mtime_ns
     webmodels.write_all(tmp_path)
     assert paths[0].stat().st_mtime_ns == mtime                 # 内容没变不重写

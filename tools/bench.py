@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import nbtool  # noqa: E402
 
 SLOWER_MACHINE = 1.5                        # 预算针对的机器比这台慢多少
-TIME_RE = re.compile(r"第 (\d+) 章运行时间：([\d.]+) 秒")
+TIME_RE = re.compile(r"(?:第 (\d+) 章|附录 ([A-Z]) )运行时间：([\d.]+) 秒")
 
 
 def budget_of(nb) -> float:
@@ -41,7 +41,7 @@ def reported_seconds(nb) -> float | None:
         for out in cell.get("outputs", []):
             m = TIME_RE.search(out.get("text", "") or "".join(out.get("data", {}).get("text/plain", "")))
             if m:
-                return float(m.group(2))
+                return float(m.group(3))
         return None
     return None
 

@@ -38,7 +38,9 @@ class ChapterClock:
 
         只报告，不下判断：同一章在不同的机器上快慢可以差一半以上。各章是否在预算之内，
         由 make bench 在空闲的机器上一章一章地量（tools/bench.py）。"""
-        return f"第 {self.chapter} 章运行时间：{self.elapsed():.1f} 秒。"
+        # 第 17、18 个笔记本是附录 A、B
+        name = f"附录 {chr(ord('A') + self.chapter - 17)} " if self.chapter > 16 else f"第 {self.chapter} 章"
+        return f"{name}运行时间：{self.elapsed():.1f} 秒。"
 
 
 STRICT_FONTS_ENV = "TFCOURSE_STRICT_FONTS"

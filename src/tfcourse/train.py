@@ -202,7 +202,7 @@ def _show_progress(bar, record: FitResult, steps: int) -> None:
 
 def fit(
     model: nn.Module,
-    loss_at: Callable[[int], torch.Tensor],
+    loss_at: Callable[[int], torch.Tensor] | None = None,
     *,
     steps: int,
     lr_at: Callable[[int], float],
@@ -215,6 +215,10 @@ def fit(
     num_threads: int | None = None,
     progress=True,
     desc: str = "训练",
+    backward: Callable[[int], float] | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    start_step: int = 0,
+    after_step: Callable[[int, torch.optim.Optimizer, "FitResult"], None] | None = None,
 ) -> FitResult:
     """各章共用的训练循环。第 step 步（从 1 数起）：学习率设为 lr_at(step) → loss = loss_at(step)
     （它自己取这一步的批、做前向）→ 反向 → 梯度范数裁剪到 clip_norm（None 不裁剪）→ AdamW 走一步。
@@ -223,33 +227,52 @@ def fit(
     （以及最后一步）在 eval 模式下调用一次，返回一个数（验证损失、准确率……），记进验证曲线。
     num_threads：训练期间 torch 用的线程数（结束后恢复）。progress 见 `_progress_bar`。
     结束后模型恢复调用前的 train/eval 模式。第 10 章引入；第 13–15 章的训练都调用它。
+
+    附录 B 的 `train_gpt` 还用到四个参数：backward(step) 代替 loss_at——自己取批、前向、反向
+    （梯度累积、多进程时要分几次反向），返回这一步要记的损失；optimizer：接着用的优化器（带着它的状态），
+    None 就新建 AdamW；start_step：已经走完的步数（接着训练时从 start_step + 1 走到 steps）；
+    after_step(step, optimizer, record)：每步之后调用（存检查点）。
     """
     steps = positive_int(steps, "steps")
+    if (loss_at is None) == (backward is None):
+        raise ValueError("loss_at 与 backward 要给且只给一个。")
+    if isinstance(start_step, bool) or not isinstance(start_step, int) or not 0 <= start_step < steps:
+        raise ValueError(f"start_step 应为 0 … steps−1（{steps - 1}）之间的整数，实际为 {start_step!r}。")
     if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
         raise ValueError(f"eval_every 应为 ≥ 0 的整数（0 = 不验证），实际为 {eval_every!r}。")
     params = [p for p in model.parameters() if p.requires_grad] if params is None else list(params)
     if not params:
         raise ValueError("模型里没有要训练的参数（requires_grad 全为 False）。")
-    opt = torch.optim.AdamW(params, lr=lr_at(1), betas=betas, weight_decay=weight_decay)
-    record = FitResult(0, 0.0)
+    opt = optimizer if optimizer is not None else \
+        torch.optim.AdamW(params, lr=lr_at(start_step + 1), betas=betas, weight_decay=weight_decay)
+    record = FitResult(start_step, 0.0)
     bar, own_bar = _progress_bar(progress, steps, desc)
+    if bar is not None and start_step:
+        bar.update(start_step)
     old_threads, was_training = torch.get_num_threads(), model.training
     if num_threads is not None:
         torch.set_num_threads(positive_int(num_threads, "num_threads"))
     model.train()
     start = time.perf_counter()
     try:
-        for step in range(1, steps + 1):
+        for step in range(start_step + 1, steps + 1):
             lr = lr_at(step)
             for group in opt.param_groups:
                 group["lr"] = lr
-            loss = loss_at(step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if backward is None:
+                loss = loss_at(step)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                loss_value = loss.item()
+            else:
+                opt.zero_grad(set_to_none=True)
+                loss_value = float(backward(step))
             if clip_norm is not None:
                 nn.utils.clip_grad_norm_(params, clip_norm)
             opt.step()
-            record.log(step, loss.item(), lr)
+            record.log(step, loss_value, lr)
+            if after_step is not None:
+                after_step(step, opt, record)
             if eval_fn is not None and eval_every and (step % eval_every == 0 or step == steps):
                 record.validate(step, model, eval_fn)
             if bar is not None:

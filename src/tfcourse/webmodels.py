@@ -7,6 +7,7 @@
 
 导出的模型（`make book` 时由网站扩展写进 `_static/tfcourse/models/`）：
 - `gpt-zh`：第 13 章的中文 GPT；
+- `gpt-zh-llama`：附录 A 换上今天的块（RMSNorm、RoPE、SwiGLU、GQA）的 gpt-zh（`llama.load_gpt_zh_llama()`）；
 - `gpt-zh-ctrl`：第 15 章全部参数微调的那一份（`control.load_fine_tuned("full")`，认得控制 token <好评>、<差评>）；
 - `bert-zh`：第 12 章的中文 BERT 连同它的掩码语言模型预测头（`BertForMaskedLM`）；
 - `cls-bert`：第 14 章在 bert-zh 上微调的评论分类器（`classify.load_classifier("cls-bert")`）。
@@ -24,8 +25,8 @@ __all__ = ["MODELS", "RUNTIME", "export", "reference_model", "runtime_function",
            "write_site"]
 
 RUNTIME = pathlib.Path(__file__).parent / "widgets" / "static" / "runtime.js"    # 浏览器运行时的唯一一份源码
-MODELS = ("gpt-zh", "gpt-zh-ctrl", "bert-zh", "cls-bert")
-KINDS = {"gpt-zh": "gpt", "gpt-zh-ctrl": "gpt", "bert-zh": "bert-mlm", "cls-bert": "bert-cls"}
+MODELS = ("gpt-zh", "gpt-zh-ctrl", "gpt-zh-llama", "bert-zh", "cls-bert")
+KINDS = {"gpt-zh": "gpt", "gpt-zh-ctrl": "gpt", "gpt-zh-llama": "llama", "bert-zh": "bert-mlm", "cls-bert": "bert-cls"}
 TIED = {"lm_head.weight": "tok_emb.weight", "decoder.weight": "bert.tok_emb.weight"}   # 共享的输出层 -> 词向量表
 
 
@@ -56,7 +57,17 @@ def _load(name: str):
     from .gpt import load_gpt_zh
 
     _check(name)
-    if KINDS[name] == "gpt":
+    if KINDS[name] == "llama":
+        from .llama import load_gpt_zh_llama
+
+        model, vocab = load_gpt_zh_llama()
+        c = model.config
+        if c.qk_norm or not c.tie_embeddings:
+            raise ValueError(f"{name} 的超参数与运行时的假定不符（没有 QK-norm、输出层共享词向量表）：{c}。")
+        cfg = {"vocab_size": c.vocab_size, "d_model": c.d_model, "n_heads": c.n_heads, "n_kv_heads": c.n_kv_heads,
+               "d_head": c.d_head, "n_layers": c.n_layers, "d_ff": c.d_ff, "max_len": c.max_len,
+               "rope_base": c.rope_base, "eps": c.eps}
+    elif KINDS[name] == "gpt":
         model, vocab = load_gpt_zh()
         if name == "gpt-zh-ctrl":
             model = control.load_fine_tuned("full")              # 同一张字表
@@ -108,7 +119,7 @@ def export(name: str) -> bytes:
     model, vocab, sha, cfg = _load(name)
     meta = {"model": name, "kind": KINDS[name], "source_sha256": sha, "config": json.dumps(cfg),
             "vocab": json.dumps({"itos": list(vocab.itos), "unk_id": vocab.unk_id}, ensure_ascii=False)}
-    if KINDS[name] == "gpt":                  # 生成的字显示之前先遮住侮辱性的词（tfcourse.safety 的词表）
+    if KINDS[name] in ("gpt", "llama"):       # 生成的字显示之前先遮住侮辱性的词（tfcourse.safety 的词表）
         from .widgets.live import offensive_rules
 
         meta["offensive"] = json.dumps(offensive_rules(), ensure_ascii=False)
@@ -117,7 +128,7 @@ def export(name: str) -> bytes:
 
 def reference_model(name: str):
     """浏览器算的那个模型：权重先舍入到 float16 再转回 float32（torch 这一边的对照）。
-    gpt-zh、gpt-zh-ctrl、bert-zh 返回 (模型, 字表)；cls-bert 返回 (ReviewClassifier, 字表)。"""
+    gpt-zh、gpt-zh-ctrl、gpt-zh-llama、bert-zh 返回 (模型, 字表)；cls-bert 返回 (ReviewClassifier, 字表)。"""
     model, vocab, _, _ = _load(name)
     rounded = {k: v.float() for k, v in _tensors(model).items()}
     for tied, source in TIED.items():

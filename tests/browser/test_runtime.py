@@ -18,7 +18,7 @@ def _texts() -> list[str]:
     reviews = load_reviews()
     picked = [t for t in reviews.texts[:4000:160]] + [t for t in reviews.texts[-4000::160]]   # 好评、差评各一些
     special = ["。", "好", "！？，。、；：", "2024 年 3 月 15 日，价格 99.5 元", "iPhone 15 Pro Max 真香",
-               "GPT and BERT", "😀😡👍 表情", "饕餮耄耋龘", "𠮷野家", "   ", "好" * 64, "差评" * 40,
+               "GPT and BERT", "😀😡👍 表情", "饕餮耄耋龘", "𠮷野家", "   ", "好" * 64, "差评" * 40, "好差" * 130,
                "a", "\n换行\n", "Ｆｕｌｌ－ｗｉｄｔｈ１２３"]
     return picked + special
 
@@ -45,7 +45,7 @@ def test_every_chapter_page_offers_the_models_without_fetching_weights(browser, 
             ctx.close()
 
 
-@pytest.mark.parametrize("name", ["gpt-zh", "gpt-zh-ctrl"])
+@pytest.mark.parametrize("name", ["gpt-zh", "gpt-zh-ctrl", "gpt-zh-llama"])
 def test_gpt_matches_torch_on_readers_texts(runtime, name):
     from tfcourse import gpt, webmodels
 

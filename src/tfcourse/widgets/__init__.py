@@ -9,10 +9,11 @@ from .bpe_explorer import BPEMergeExplorer
 from .heatmap import AttentionHeatmap
 from .knowledge_map import KnowledgeMap
 from .pe_explorer import PositionalEncodingExplorer
+from .rope_explorer import RopeExplorer
 from .quiz import Quiz
 from .rnn_explorer import RNNMemoryExplorer, format_state
 from .sample_board import SampleBoard
 from .sampling_explorer import SamplingExplorer
 from .scaling_explorer import ScalingExplorer
 
-__all__ = ["ArchitectureMap", "AttentionPlayground", "AttentionHeatmap", "BPEMergeExplorer", "KnowledgeMap", "PositionalEncodingExplorer", "Quiz", "RNNMemoryExplorer", "SampleBoard", "SamplingExplorer", "ScalingExplorer", "format_state"]
+__all__ = ["ArchitectureMap", "AttentionPlayground", "AttentionHeatmap", "BPEMergeExplorer", "KnowledgeMap", "PositionalEncodingExplorer", "Quiz", "RopeExplorer", "RNNMemoryExplorer", "SampleBoard", "SamplingExplorer", "ScalingExplorer", "format_state"]

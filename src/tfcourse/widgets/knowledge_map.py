@@ -23,7 +23,17 @@ SHIPPED = pathlib.Path(__file__).with_name("knowledge_map.json")
 HOST_PAGE = "book/p4-practice/ch16-optimization-evaluation-roadmap"   # 显示地图的那一页（链接相对它）
 # 每章都有的固定栏目，不算"本章讲了什么"
 STANDARD_SECTIONS = ("路标", "常见坑与自查", "练习", "小结", "自测", "下一篇", "全书回顾")
-_INTRO = re.compile(r"第\s*(\d+)\s*章引入")
+_INTRO = re.compile(r"(?:第\s*(\d+)\s*章|附录\s*([A-Z]))\s*引入")
+
+
+def appendix_number(letter: str) -> int:
+    """附录的章号：附录 A 是第 17 个笔记本（16 章之后），B 是第 18 个……"""
+    return 16 + ord(letter) - ord("A") + 1
+
+
+def chapter_label(number: int) -> str:
+    """读者看到的章名：第 1–16 章，之后是附录 A、B……"""
+    return f"第 {number} 章" if number <= 16 else f"附录 {chr(ord('A') + number - 17)}"
 
 
 def _repo_root() -> pathlib.Path:
@@ -89,7 +99,8 @@ def module_info(src=None) -> dict[str, dict]:
         first = doc.strip().split("\n")[0]
         m = _INTRO.search(doc)
         summary = re.split(r"(?<=[。：])", first)[0].rstrip("：。")
-        out[".".join(parts)] = {"summary": summary, "introduced": int(m.group(1)) if m else 0}
+        introduced = 0 if not m else int(m.group(1)) if m.group(1) else appendix_number(m.group(2))
+        out[".".join(parts)] = {"summary": summary, "introduced": introduced}
     return out
 
 
@@ -151,17 +162,20 @@ def build_knowledge_map(root=None, host_page: str = HOST_PAGE) -> dict:
                     h1 = _heading(line, 1)
                     if h1 and not title:
                         m = re.match(r"第\s*(\d+)\s*章\s*(.*)", h1)
+                        a = re.match(r"附录\s*([A-Z])\s*(.*)", h1)
                         if m:
                             number, title = int(m.group(1)), m.group(2).strip()
+                        elif a:
+                            number, title = appendix_number(a.group(1)), a.group(2).strip()
                     h2 = _heading(line, 2)
                     if h2 and not h2.startswith(STANDARD_SECTIONS):
                         sections.append(_plain_heading(re.sub(r"^\d+(\.\d+)*\s*", "", h2).strip()))
             if not number:
-                raise ValueError(f"{nb.name} 的第一个标题应形如「# 第 N 章　标题」。")
+                raise ValueError(f"{nb.name} 的第一个标题应形如「# 第 N 章　标题」或「# 附录 A　标题」。")
             imports = notebook_package_imports(nb, root / "src")
             used = [{"name": m, "names": names} for m, names in imports.items()]
             chapters.append({
-                "number": number, "title": title, "part": part.get("caption", ""),
+                "number": number, "label": chapter_label(number), "title": title, "part": part.get("caption", ""),
                 "url": os.path.relpath(file, os.path.dirname(host_page)).replace(os.sep, "/") + ".html",
                 "sections": sections, "modules": used,
                 "introduces": sorted(m for m, info in modules.items() if info["introduced"] == number),

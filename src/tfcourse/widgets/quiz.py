@@ -43,8 +43,8 @@ class Quiz(CourseWidget):
     answers = t.Dict().tag(sync=True)          # 读者的作答：{题号: [选项下标] 或 数}（前端写回）
 
     def __init__(self, questions, *, chapter: int, **kwargs):
-        if isinstance(chapter, bool) or not isinstance(chapter, int) or not 1 <= chapter <= 16:
-            raise ValueError(f"chapter 应为 1–16 的整数，实际为 {chapter!r}。")
+        if isinstance(chapter, bool) or not isinstance(chapter, int) or not 1 <= chapter <= 18:
+            raise ValueError(f"chapter 应为 1–18 的整数（17、18 是附录 A、B），实际为 {chapter!r}。")
         qs = list(questions)
         if not qs:
             raise ValueError("questions 是空的：自测至少要有一道题。")

@@ -49,7 +49,7 @@ function render({ model, el }) {
         if (mod && !uses(c, mod)) cls.push("km-dim");
         const b = h("button", { type: "button", class: cls.join(" "), "data-chapter": String(n),
           "aria-pressed": String(n === sel) },
-          h("span", { class: "km-num", text: `第 ${n} 章` }), h("span", { class: "km-name", text: c.title }));
+          h("span", { class: "km-num", text: chapterOf(n).label || `第 ${n} 章` }), h("span", { class: "km-name", text: c.title }));
         b.addEventListener("click", () => commit(model, { selected: n }));
         box.append(b);
       }
@@ -60,7 +60,7 @@ function render({ model, el }) {
     if (!c) { detail.replaceChildren(); return; }
     const intro = new Set(c.introduces);
     const parts = [
-      h("div", { class: "km-head" }, h("a", { href: c.url, "data-testid": "km-link", text: `第 ${c.number} 章　${c.title}` })),
+      h("div", { class: "km-head" }, h("a", { href: c.url, "data-testid": "km-link", text: `${c.label || `第 ${c.number} 章`}　${c.title}` })),
       h("div", { class: "km-label", text: "本章各节" }),
       h("ol", { class: "km-sections", "data-testid": "km-sections" }, ...c.sections.map((s) => h("li", { text: s }))),
       h("div", { class: "km-label", text: "用到的课程包模块（★ 本章引入）" }),
@@ -84,8 +84,8 @@ function render({ model, el }) {
       const clear = h("button", { type: "button", class: "km-clear", "data-testid": "km-clear", text: "取消高亮" });
       clear.addEventListener("click", () => commit(model, { module: "" }));
       modbar.replaceChildren(h("strong", { text: mod }), `：${info.summary}`,
-        info.introduced ? `。第 ${info.introduced} 章引入` : "", h("br"),
-        "用到它的章：", h("span", { "data-testid": "km-users", text: users.length ? users.join("、") : "（没有）" }), " ", clear);
+        info.introduced ? `。${info.introduced > 16 ? `附录 ${String.fromCharCode(48 + info.introduced)}` : `第 ${info.introduced} 章`}引入` : "", h("br"),
+        "用到它的章：", h("span", { "data-testid": "km-users", text: users.length ? users.map((n) => (n > 16 ? chapterOf(n).label : String(n))).join("、") : "（没有）" }), " ", clear);
       modbar.hidden = false;
     } else {
       modbar.replaceChildren("点一个模块，用到它的各章会在上面亮起来。");

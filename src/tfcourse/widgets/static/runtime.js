@@ -13,12 +13,15 @@
 //   feedForward      ↔ layers.FeedForward（GELU）
 //   encoderLayer     ↔ layers.EncoderLayer（GPT 是 norm_first=True 的 pre-LN，BERT 是 post-LN）
 //   gptForward       ↔ gpt.GPT.forward(ids, cache, last_only=True)
+//   rmsNorm、ropeTable + applyRope、swiGLU、groupedQueryAttention、llamaBlock、llamaForward
+//                    ↔ llama.RMSNorm、rope_cos_sin + apply_rope、SwiGLU、GroupedQueryAttention、LlamaBlock、
+//                      LlamaGPT.forward（附录 A 的 gpt-zh-llama）
 //   generate         ↔ gpt.generate（temperature = 0 是贪心；温度、top-k、top-p、suppress_ids、无分类器引导）
 //   bertEmbed        ↔ bert.BertModel.embed（词向量 + 段向量 + 位置向量 → LayerNorm）
 //   bertForward      ↔ bert.BertModel.forward；mlmHead ↔ bert.BertForMaskedLM.head
 //   classifierForward ↔ classify.BertClassifier.forward（平均池化 → 线性层）
 // 契约：window.tfcourse.models.load(name)
-//   "gpt-zh"、"gpt-zh-ctrl" → { encode(text), logits(ids), generate(ids, n, options) }
+//   "gpt-zh"、"gpt-zh-ctrl"、"gpt-zh-llama" → { encode(text), logits(ids), generate(ids, n, options) }
 //   "bert-zh"               → { encode(text), logits(ids)：T × V 的掩码语言模型 logits（按行摊平），
 //                               logitsAt(ids, t)：只要第 t 行，attention(text) → { tokens, weights: L × H × T × T } }
 //   "cls-bert"              → { encode(text), probPositive(text), attention(text) → { tokens, weights: H × T × T } }
@@ -335,6 +338,120 @@ export function gptForward(model, ids, cache) {
   return linear(last, 1, w["tok_emb.weight"], null);      // (V,)
 }
 
+// ---------------------------------------------------------------- 今天的块（附录 A：gpt-zh-llama）
+export function rmsNorm(x, T, C, weight, eps) {          // ↔ llama.RMSNorm：(T, C) → (T, C)，只除以均方根，不减均值
+  const y = new Float32Array(T * C);
+  for (let t = 0; t < T; t++) {
+    let ms = 0;
+    for (let c = 0; c < C; c++) ms += x[t * C + c] * x[t * C + c];
+    const inv = 1 / Math.sqrt(ms / C + eps);
+    for (let c = 0; c < C; c++) y[t * C + c] = x[t * C + c] * inv * weight.data[c];
+  }
+  return y;
+}
+
+// ↔ llama.rope_cos_sin：位置 P…P+T-1 的 cos、sin，各 (T, D/2)（"half" 排法的前后两半用同一组角度）。
+// 与 torch 一样在 float32 里算频率和角度（Math.fround），角度大时两边的 cos、sin 才对得上
+export function ropeTable(P, T, D, base) {
+  const half = D / 2 | 0, cos = new Float32Array(T * half), sin = new Float32Array(T * half);
+  for (let i = 0; i < half; i++) {
+    const invFreq = Math.fround(1 / Math.fround(base ** Math.fround((2 * i) / D)));
+    for (let t = 0; t < T; t++) {
+      const angle = Math.fround((P + t) * invFreq);
+      cos[t * half + i] = Math.cos(angle);
+      sin[t * half + i] = Math.sin(angle);
+    }
+  }
+  return { cos, sin };
+}
+
+// ↔ llama.apply_rope(x, cos, sin, "half")：(T, n·D) 里每个头的第 i 维与第 i + D/2 维配成一对，转过位置的角度
+export function applyRope(x, T, n, D, rope) {
+  const half = D / 2 | 0, y = new Float32Array(x.length);
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < n; h++) {
+      const o = (t * n + h) * D;
+      for (let i = 0; i < half; i++) {
+        const c = rope.cos[t * half + i], s = rope.sin[t * half + i], a = x[o + i], b = x[o + half + i];
+        y[o + i] = a * c - b * s;                          // x·cos + rotate_half(x)·sin 的前一半
+        y[o + half + i] = b * c + a * s;                   // 后一半
+      }
+    }
+  }
+  return y;
+}
+
+export function silu(x) {                                 // torch.nn.functional.silu：x·σ(x)
+  const y = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) y[i] = x[i] / (1 + Math.exp(-x[i]));
+  return y;
+}
+
+export function swiGLU(w, prefix, x, T) {                 // ↔ llama.SwiGLU：down(silu(gate(x)) ⊙ up(x))
+  const g = silu(linear(x, T, w[prefix + "gate_proj.weight"], null));
+  const u = linear(x, T, w[prefix + "up_proj.weight"], null);
+  for (let i = 0; i < g.length; i++) g[i] *= u[i];
+  return linear(g, T, w[prefix + "down_proj.weight"], null);
+}
+
+// ↔ llama.GroupedQueryAttention：H 个查询头、G 组键值，第 h 个查询头用第 h / (H/G) 组；缓存只存 G 组（旋转之后的 k）。
+// x (T, C) → (T, C)；cache = { k: Float32Array(maxLen·G·D), v: …, length: P }
+export function groupedQueryAttention(w, prefix, x, T, cfg, cache, rope) {
+  const H = cfg.n_heads, G = cfg.n_kv_heads, D = cfg.d_head, P = cache.length, rep = H / G | 0, KV = G * D;
+  const q = applyRope(linear(x, T, w[prefix + "q_proj.weight"], null), T, H, D, rope);   // (T, H·D)
+  const k = applyRope(linear(x, T, w[prefix + "k_proj.weight"], null), T, G, D, rope);   // (T, G·D)
+  const v = linear(x, T, w[prefix + "v_proj.weight"], null);
+  cache.k.set(k, P * KV);
+  cache.v.set(v, P * KV);
+  cache.length = P + T;
+  const out = new Float32Array(T * H * D), K = cache.k, Vc = cache.v, scale = 1 / Math.sqrt(D);
+  const scores = new Float64Array(P + T), acc = new Float64Array(D);
+  for (let h = 0; h < H; h++) {
+    const g = h / rep | 0;                                // 这个查询头所在的组
+    for (let t = 0; t < T; t++) {
+      const S = P + t + 1, qo = (t * H + h) * D;          // 因果：位置 P+t 只看 0…P+t
+      let max = -Infinity;
+      for (let s = 0; s < S; s++) {
+        const ko = s * KV + g * D;
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[qo + d] * K[ko + d];
+        scores[s] = dot * scale;
+        if (scores[s] > max) max = scores[s];
+      }
+      let sum = 0;
+      for (let s = 0; s < S; s++) { scores[s] = Math.exp(scores[s] - max); sum += scores[s]; }
+      acc.fill(0);
+      for (let s = 0; s < S; s++) {
+        const p = scores[s], vo = s * KV + g * D;
+        for (let d = 0; d < D; d++) acc[d] += p * Vc[vo + d];
+      }
+      for (let d = 0; d < D; d++) out[qo + d] = acc[d] / sum;
+    }
+  }
+  return linear(out, T, w[prefix + "o_proj.weight"], null);
+}
+
+// ↔ llama.LlamaBlock：x = x + Attn(RMSNorm(x))；x = x + SwiGLU(RMSNorm(x))
+export function llamaBlock(w, p, x, T, cfg, cache, rope) {
+  const C = cfg.d_model, add = (z, f) => { for (let j = 0; j < z.length; j++) z[j] += f[j]; return z; };
+  const y = add(Float32Array.from(x), groupedQueryAttention(w, p + "attn.", rmsNorm(x, T, C, w[p + "attn_norm.weight"], cfg.eps), T, cfg, cache, rope));
+  return add(y, swiGLU(w, p + "ffn.", rmsNorm(y, T, C, w[p + "ffn_norm.weight"], cfg.eps), T));
+}
+
+// ↔ llama.LlamaGPT.forward(ids, cache, last_only=True)：没有位置向量，位置只在注意力里旋转 q、k
+export function llamaForward(model, ids, cache) {
+  const { w, cfg } = model, C = cfg.d_model, T = ids.length;
+  if (cache.length + T > cfg.max_len) {
+    throw new Error(`位置数超过 max_len=${cfg.max_len}：已缓存 ${cache.length} 个、这次又给了 ${T} 个。`);
+  }
+  const tok = w["tok_emb.weight"].data, rope = ropeTable(cache.length, T, cfg.d_head, cfg.rope_base);
+  let x = new Float32Array(T * C);
+  ids.forEach((id, t) => x.set(tok.subarray(id * C, (id + 1) * C), t * C));
+  for (let i = 0; i < cfg.n_layers; i++) x = llamaBlock(w, `layers.${i}.`, x, T, cfg, cache.layers[i], rope);
+  const last = rmsNorm(x.subarray((T - 1) * C), 1, C, w["norm.weight"], cfg.eps);
+  return linear(last, 1, w["tok_emb.weight"], null);      // (V,)
+}
+
 // ---------------------------------------------------------------- BERT（第 12、14 章）
 export function bertEmbed(w, ids, cfg) {                  // ids (T,) → (T, C)：词向量 + 段向量（句子 A）+ 位置 0…T-1，再 LayerNorm
   const C = cfg.d_model, T = ids.length;
@@ -375,8 +492,8 @@ export function classifierForward(model, ids, weights = null) {   // ids (T,) �
   return linear(pooled, 1, w["head.weight"], w["head.bias"]);
 }
 
-function newCache(cfg) {
-  const size = cfg.max_len * cfg.d_model;
+function newCache(cfg) {                                  // 每层 max_len 个位置的 k、v（GQA 只存 n_kv_heads 组）
+  const size = cfg.max_len * (cfg.n_kv_heads ? cfg.n_kv_heads * cfg.d_head : cfg.d_model);
   const layers = Array.from({ length: cfg.n_layers }, () => ({ k: new Float32Array(size), v: new Float32Array(size), length: 0 }));
   return { layers, get length() { return layers[0].length; } };
 }
@@ -453,7 +570,7 @@ function charTable(metadata) {                            // 字表：encode 与
   };
 }
 
-function gptModel(name, w, metadata) {
+function gptModel(name, w, metadata, forward = gptForward) {   // forward：gptForward 或 llamaForward（同一个接口）
   const cfg = JSON.parse(metadata.config), table = charTable(metadata), model = { w, cfg };
   const offensive = JSON.parse(metadata.offensive || "[]").map((r) => new RegExp(r.source, r.flags));
   return {
@@ -474,7 +591,7 @@ function gptModel(name, w, metadata) {
     },
     logits(ids) {                                         // ↔ model(torch.tensor([ids]))[0, -1]
       checkIds(ids, cfg);
-      return gptForward(model, Array.from(ids), newCache(cfg));
+      return forward(model, Array.from(ids), newCache(cfg));
     },
     // guidance_scale、negative_prompt_ids ↔ gpt.generate 的无分类器引导：每一步在反面提示之后也算一遍 u，
     // 用 u + γ·(c − u) 代替 c（sampling.guide_logits），反面那一行接着写同样的 token
@@ -498,9 +615,9 @@ function gptModel(name, w, metadata) {
       const negCache = negative_prompt_ids === null ? null : newCache(cfg);
       let step = out.slice(), negStep = negCache ? Array.from(negative_prompt_ids) : null;
       for (let i = 0; i < n; i++) {                       // 有缓存：第一步送整段提示，之后每步只送新的一个
-        let logits = gptForward(model, step, cache);
+        let logits = forward(model, step, cache);
         if (negCache) {
-          const u = gptForward(model, negStep, negCache);
+          const u = forward(model, negStep, negCache);
           logits = logits.map((c, j) => u[j] + guidance_scale * (c - u[j]));
         }
         for (const s of suppress_ids) logits[s] = -Infinity;
@@ -569,7 +686,8 @@ function clsBertModel(name, w, metadata) {               // "cls-bert"：第 14 
   };
 }
 
-const BUILDERS = { gpt: gptModel, "bert-mlm": bertMlmModel, "bert-cls": clsBertModel };
+const BUILDERS = { gpt: gptModel, llama: (name, w, metadata) => gptModel(name, w, metadata, llamaForward),
+  "bert-mlm": bertMlmModel, "bert-cls": clsBertModel };
 
 export function fromSafetensors(name, buffer) {          // safetensors 的字节 → 模型对象
   const { tensors, metadata } = parseSafetensors(buffer);
