@@ -1,4 +1,4 @@
-"""把构建好的网站排成一本 PDF（make pdf）：前言 + 16 章 + 书末的「自测答案」。
+"""把构建好的网站排成一本 PDF（make pdf）：前言 + 16 章 + 附录 + 书末的「自测答案」。
 
 做法：从 `_build/html` 里按目录顺序取出每一页的正文（已经执行过的笔记本：输出、图、表、公式都在），
 拼成一份单独的打印页，用测试已经装好的 Chromium 打印成 A4 的 PDF。小部件由网站自己的
@@ -199,7 +199,8 @@ def _rewrite(article, page: dict, keys: dict[str, str], states: dict) -> list[di
         text.replace_with(new)
     quizzes = []
     url = site_url()
-    where = f" {url}/{page['file']}.html" if url else f"本书网站的第 {page['n']} 章"
+    label = f"第 {page['n']} 章" if page["n"] <= 16 else f"附录 {chr(ord('A') + page['n'] - 17)}"
+    where = f" {url}/{page['file']}.html" if url else f"本书网站的{label}"
     for view in article.select(f'script[type="{VIEW}"]'):
         try:
             entry = states.get(json.loads(view.string or "{}").get("model_id"))

@@ -96,18 +96,8 @@ class GPT(nn.Module):
         return KVCache(len(self.layers))
 
     def _check_ids(self, ids, start: int) -> None:
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"ids 应为 (B, T) 的整数 torch.Tensor，实际为 {describe_shape(ids)}。")
-        if ids.shape[1] == 0:
-            raise ValueError("ids 至少要有 1 个位置（T ≥ 1）。")
-        V = self.config.vocab_size
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= V):
-            raise ValueError(
-                f"ids 应在词表范围 0…{V - 1} 之内，实际最小 {int(ids.min())}、最大 {int(ids.max())}。")
-        if start + ids.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"位置数超过 max_len={self.config.max_len}：已缓存 {start} 个、这次又给了 {ids.shape[1]} 个，"
-                f"共 {start + ids.shape[1]} 个，可学习的位置向量只有 {self.config.max_len} 个。")
+        check_ids(ids, start, self.config.vocab_size, self.config.max_len,
+                  f"可学习的位置向量只有 {self.config.max_len} 个")
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
         """ids (B, T) → logits (B, T, V)。cache：可选的 KVCache，这 T 个位置接在已缓存的 P 个之后。
@@ -194,6 +184,22 @@ def generate(model: GPT, prompt_ids, max_new_tokens: int, *, temperature: float 
     finally:
         model.train(was_training)
     return ids[:B]
+
+
+def check_ids(ids, start: int, vocab_size: int, max_len: int, why: str = "") -> None:
+    """语言模型的输入检查（GPT 与附录 A 的 LlamaGPT 共用）：(B, T) 的整数张量、T ≥ 1、id 在词表之内、
+    已缓存的 start 个位置加上这 T 个不超过 max_len。why：超长时补一句原因。"""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"ids 应为 (B, T) 的整数 torch.Tensor，实际为 {describe_shape(ids)}。")
+    if ids.shape[1] == 0:
+        raise ValueError("ids 至少要有 1 个位置（T ≥ 1）。")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(
+            f"ids 应在词表范围 0…{vocab_size - 1} 之内，实际最小 {int(ids.min())}、最大 {int(ids.max())}。")
+    if start + ids.shape[1] > max_len:
+        raise ValueError(
+            f"位置数超过 max_len={max_len}：已缓存 {start} 个、这次又给了 {ids.shape[1]} 个，"
+            f"共 {start + ids.shape[1]} 个" + (f"，{why}。" if why else "。"))
 
 
 def _check_lm(model) -> None:

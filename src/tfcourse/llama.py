@@ -287,18 +287,9 @@ class LlamaGPT(nn.Module):
         return KVCache(len(self.layers))
 
     def _check_ids(self, ids, start: int) -> None:
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"ids 应为 (B, T) 的整数 torch.Tensor，实际为 {describe_shape(ids)}。")
-        if ids.shape[1] == 0:
-            raise ValueError("ids 至少要有 1 个位置（T ≥ 1）。")
-        V = self.config.vocab_size
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= V):
-            raise ValueError(
-                f"ids 应在词表范围 0…{V - 1} 之内，实际最小 {int(ids.min())}、最大 {int(ids.max())}。")
-        if start + ids.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"位置数超过 max_len={self.config.max_len}：已缓存 {start} 个、这次又给了 {ids.shape[1]} 个，"
-                f"共 {start + ids.shape[1]} 个。")
+        from .gpt import check_ids
+
+        check_ids(ids, start, self.config.vocab_size, self.config.max_len)
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False,
                 weights_out: list | None = None) -> torch.Tensor:

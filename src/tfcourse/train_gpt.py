@@ -164,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--grad-accum", type=int, default=1, help="每个进程把它那一份分几次前向、反向")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--warmup", type=int, default=None, help="预热步数（默认总步数的 5%）")
+    p.add_argument("--warmup", type=int, default=None, help="预热步数（默认总步数的 5%%）")
     p.add_argument("--out", type=pathlib.Path, default=None, help="写结果的目录（要么不存在，要么是空的）")
     p.add_argument("--save-every", type=int, default=0, help="每多少步存一次检查点（0：只在最后存）")
     p.add_argument("--resume", type=pathlib.Path, default=None, help="接着这个目录里停下的训练往下走")
@@ -195,7 +195,11 @@ def _plan(args, world: int) -> tuple[RunConfig, pathlib.Path]:
             raise TrainGPTError(f"--resume {out}：这里没有 run.json，不是 train_gpt 写的训练目录。")
         if args.out is not None and args.out.resolve() != out.resolve():
             raise TrainGPTError(f"接着训练时结果写回原来的目录 {out}，不要另给 --out（实际给了 {args.out}）。")
-        before = json.loads(saved.read_text(encoding="utf-8"))["run"]
+        try:
+            before = json.loads(saved.read_text(encoding="utf-8"))["run"]
+            RunConfig(**before)
+        except (ValueError, KeyError, TypeError):
+            raise TrainGPTError(f"--resume {out}：run.json 读不懂（被改过或不完整）。") from None
         given = {k: v for k, v in vars(args).items() if k in before and v is not None
                  and _explicit(k, args)}
         changed = {k: (before[k], v) for k, v in given.items() if before[k] != v}
@@ -272,6 +276,8 @@ def run(argv=None) -> dict:
     device = torch.device(f"cuda:{local_rank}" if cuda else "cpu")
     threads = args.threads or max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     torch.set_num_threads(threads)
+    if cuda:
+        torch.cuda.set_device(device)            # NCCL 的集合通信（all_gather_object 等）用"当前"这块卡
     if world > 1:
         # 有进程死掉时，其余进程最多等这么久就报错退出（torchrun 通常更早就把它们停下）
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
@@ -294,12 +300,15 @@ def _train(args, run_cfg, out, rank, world, backend, device, fit, warmup_linear_
                             weight_decay=0.1)
     start_step, losses = 0, []
     if args.resume is not None:
-        ckpt = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=False)
+        ckpt = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         data_gen.set_state(ckpt["data_generator"])
         states = ckpt["torch_rng"]
-        torch.set_rng_state(states[rank] if len(states) == world else states[0])   # 进程数变了：dropout 的随机数另起
+        if len(states) == world:                                    # 进程数变了：dropout 的随机数按种子另起
+            torch.set_rng_state(states[rank]["cpu"])
+            if "cuda" in states[rank] and device.type == "cuda":
+                torch.cuda.set_rng_state(states[rank]["cuda"], device)
         start_step, losses = ckpt["step"], list(ckpt["losses"])
         if start_step >= run_cfg.steps:
             raise TrainGPTError(f"{out} 里的训练已经走完了全部 {run_cfg.steps} 步。")
@@ -318,10 +327,13 @@ def _train(args, run_cfg, out, rank, world, backend, device, fit, warmup_linear_
     current = {"losses": []}                                           # 这一次运行走过的步的损失
 
     def save(step, optimizer):
-        states = [torch.get_rng_state()]
+        mine = {"cpu": torch.get_rng_state()}
+        if device.type == "cuda":
+            mine["cuda"] = torch.cuda.get_rng_state(device)           # GPU 上 dropout 用的是这一份
+        states = [mine]
         if world > 1:
             states = [None] * world
-            dist.all_gather_object(states, torch.get_rng_state())    # 每个进程 dropout 的随机数状态
+            dist.all_gather_object(states, mine)                      # 每个进程 dropout 的随机数状态
         if rank == 0:
             _save_atomic({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                           "data_generator": data_gen.get_state(), "torch_rng": states,
