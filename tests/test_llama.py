@@ -29,7 +29,7 @@ def _hf(kind="llama", kv=2, tie=True, base=10000.0, heads=4, hidden=64, head_dim
     torch.manual_seed(seed)
     kw = dict(vocab_size=97, hidden_size=hidden, intermediate_size=160, num_hidden_layers=2,
               num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=160,
-              tie_word_embeddings=tie, rope_parameters={"rope_type": "default", "rope_theta": base},
+              tie_word_embeddings=tie, rope_theta=base,       # transformers 4 与 5 都认得
               rms_norm_eps=1e-6)
     if kind == "qwen3":
         m = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=head_dim or hidden // heads, **kw))
@@ -63,7 +63,7 @@ def test_rmsnorm_equals_torch_and_llama_rmsnorm():
 @pytest.mark.parametrize("base", [10000.0, 500000.0])
 def test_rope_tables_and_rotation_equal_transformers(base):
     cfg = transformers.LlamaConfig(hidden_size=64, num_attention_heads=2, max_position_embeddings=4096,
-                                   rope_parameters={"rope_type": "default", "rope_theta": base})
+                                   rope_theta=base)
     rot = ml.LlamaRotaryEmbedding(cfg)
     pos = torch.tensor([[0, 1, 5, 63, 64, 1000, 4095]])
     cos_ref, sin_ref = rot(torch.zeros(1), pos)
@@ -240,8 +240,7 @@ def test_errors_name_what_was_expected(make, words):
 
 def test_unsupported_transformers_settings_are_refused():
     cfg = transformers.LlamaConfig(hidden_size=32, num_attention_heads=2, num_hidden_layers=1, intermediate_size=64,
-                                   vocab_size=20, rope_parameters={"rope_type": "linear", "rope_theta": 1e4,
-                                                                   "factor": 2.0})
+                                   vocab_size=20, rope_scaling={"rope_type": "linear", "factor": 2.0})
     with pytest.raises(ValueError, match="rope_type"):
         copy_from_transformers(transformers.LlamaForCausalLM(cfg))
     cfg = transformers.LlamaConfig(hidden_size=32, num_attention_heads=2, num_hidden_layers=1, intermediate_size=64,

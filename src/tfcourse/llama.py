@@ -326,7 +326,12 @@ def _hf_config(hf_model) -> tuple[LlamaConfig, str]:
     if kind not in ("llama", "qwen3"):
         raise ValueError(f"需要 transformers 的 LlamaForCausalLM 或 Qwen3ForCausalLM，"
                          f"实际得到 {type(hf_model).__name__}（model_type={kind!r}）。")
-    rope = dict(getattr(cfg, "rope_parameters", None) or {})
+    if "rope_theta" in vars(cfg):               # transformers 4.x：rope_theta 与 rope_scaling 两个字段
+        scaling = getattr(cfg, "rope_scaling", None) or {}
+        rope = {"rope_theta": cfg.rope_theta,
+                "rope_type": scaling.get("rope_type", scaling.get("type", "default"))}
+    else:                                        # transformers 5：都在 rope_parameters 里
+        rope = dict(getattr(cfg, "rope_parameters", None) or {})
     if rope.get("rope_type", "default") != "default":
         raise ValueError(f"只支持标准的 RoPE（rope_type='default'），这个模型用的是 {rope.get('rope_type')!r}"
                          "（长上下文的缩放改了频率，本课程没有实现）。")
@@ -342,7 +347,7 @@ def _hf_config(hf_model) -> tuple[LlamaConfig, str]:
     config = LlamaConfig(
         vocab_size=cfg.vocab_size, d_model=cfg.hidden_size, n_heads=cfg.num_attention_heads, n_kv_heads=n_kv,
         n_layers=cfg.num_hidden_layers, d_ff=cfg.intermediate_size, max_len=cfg.max_position_embeddings,
-        rope_base=float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))), eps=cfg.rms_norm_eps,
+        rope_base=float(rope.get("rope_theta", 10000.0)), eps=cfg.rms_norm_eps,
         qk_norm=kind == "qwen3", tie_embeddings=bool(cfg.tie_word_embeddings),
         head_dim=0 if head_dim * cfg.num_attention_heads == cfg.hidden_size else head_dim)
     return config, kind
