@@ -19,7 +19,10 @@ TINY = ["--config", "tiny", "--steps", "30", "--global-batch", "16", "--quiet"]
 
 def _train(args, procs: int = 1, timeout: int = 300) -> subprocess.CompletedProcess:
     cmd = (TORCHRUN if procs == 2 else [sys.executable]) + ["-m", "tfcourse.train_gpt", *map(str, args)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    out = pathlib.Path(args[args.index("--out") + 1] if "--out" in args else args[args.index("--resume") + 1])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # TMPDIR：torchrun 的临时目录放在测试自己的 tmp_path 里，不在 /tmp 留下
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", TMPDIR=str(out.parent))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -100,7 +103,7 @@ def test_a_dying_rank_stops_the_others_quickly_and_the_checkpoint_survives(tmp_p
     cmd = TORCHRUN + ["-m", "tfcourse.train_gpt", "--config", "tiny", "--steps", "100000", "--save-every", "20",
                       "--global-batch", "16", "--quiet", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+                            env=dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp_path)))
     try:
         deadline = time.monotonic() + 120
         while not (out / "checkpoint.pt").exists():                     # 至少存过一次检查点
