@@ -91,7 +91,7 @@ def test_exercises_check_themselves_and_solutions_are_hidden(chapter):
 def test_widget_cells_are_not_compared_by_nbval(chapter):
     for c in _cells(chapter):
         src = _src(c)
-        if c["cell_type"] == "code" and re.search(r"^\w+ = (RNNMemoryExplorer|AttentionHeatmap|ScalingExplorer|PositionalEncodingExplorer)\(", src, re.M):
+        if c["cell_type"] == "code" and re.search(r"^\w+ = (RNNMemoryExplorer|AttentionHeatmap|ScalingExplorer|PositionalEncodingExplorer|RopeExplorer)\(", src, re.M):
             assert "nbval-ignore-output" in c["metadata"].get("tags", []), src[:80]
 
 

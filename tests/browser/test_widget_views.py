@@ -324,7 +324,7 @@ WIDGET_CLASSES = {"AttentionHeatmap": ".tfc-heatmap:not(.tfc-heatmap-live)", "Re
                   "ArchitectureMap": ".tfc-archmap", "RNNMemoryExplorer": ".tfc-rnn",
                   "ScalingExplorer": ".tfc-scaling", "AttentionPlayground": ".tfc-ap",
                   "BPEMergeExplorer": ".tfc-bpe", "SamplingExplorer": ".tfc-sampling",
-                  "KnowledgeMap": ".tfc-kmap", "SampleBoard": ".tfc-board"}
+                  "KnowledgeMap": ".tfc-kmap", "SampleBoard": ".tfc-board", "RopeExplorer": ".tfc-rope"}
 UNKNOWN = object()                                          # 代码里的值不是能静态求出的常量：这一项不比
 SAFE = {"len": len, "range": range, "str": str, "int": int, "float": float, "list": list, "tuple": tuple,
         "min": min, "max": max, "sum": sum, "round": round, "enumerate": enumerate, "zip": zip, "np": np}
@@ -454,6 +454,9 @@ def _constructor_view(cls, call, env) -> dict:
     if cls == "KnowledgeMap":
         a = _call_args(call, ["data"], {"selected": None, "module": ""}, env)
         return {"selected": a["selected"] if a["selected"] is not None else UNKNOWN, "module": a["module"]}
+    if cls == "RopeExplorer":
+        a = _call_args(call, ["model", "vocab", "query_char", "key_char"], {"query_pos": 20, "key_pos": 17}, env)
+        return {"query_pos": a["query_pos"], "key_pos": a["key_pos"]}
     if cls == "SampleBoard":
         # 不给 index 时打开在第一条每格都干净的样本上（由样本决定，静态求不出；笔记本的核对单元检查它）
         index = _call_args(call, ["samples", "probs"], {"index": None}, env)["index"]
@@ -537,6 +540,9 @@ def shown_view(cls, root) -> dict:
                 "module": mod.first.get_attribute("data-module") if mod.count() else ""}
     if cls == "SampleBoard":
         return {"index": int(root.locator("[data-testid=index]").input_value())}
+    if cls == "RopeExplorer":
+        return {"query_pos": int(root.locator("[data-testid=query_pos]").input_value()),
+                "key_pos": int(root.locator("[data-testid=key_pos]").input_value())}
     raise AssertionError(cls)
 
 
