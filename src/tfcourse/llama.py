@@ -168,7 +168,7 @@ class GroupedQueryAttention(nn.Module):
         self.k_norm = RMSNorm(d_head, eps) if qk_norm else None
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, cos, sin, mask=None, cache: LayerKVCache | None = None, weights_out: list | None = None):
+    def forward(self, x, cos, sin, mask=None, cache: LayerKVCache | None = None):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.d_head)         # (B, T, H, D)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.d_head)      # (B, T, G, D)
@@ -181,9 +181,7 @@ class GroupedQueryAttention(nn.Module):
             k, v = cache.append(k, v)                                     # (B, G, P + T, D)：缓存只存 G 组
         rep = self.n_heads // self.n_kv_heads
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)   # (B, H, S, D)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)   # (B, H, T, D)
-        if weights_out is not None:
-            weights_out.append(weights.detach())
+        out, _ = scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)   # (B, H, T, D)
         return self.o_proj(out.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
 
 
@@ -198,8 +196,8 @@ class LlamaBlock(nn.Module):
         self.ffn = SwiGLU(c.d_model, c.d_ff, c.dropout)
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, cos, sin, mask=None, cache=None, weights_out=None):
-        x = x + self.drop(self.attn(self.attn_norm(x), cos, sin, mask, cache, weights_out))
+    def forward(self, x, cos, sin, mask=None, cache=None):
+        x = x + self.drop(self.attn(self.attn_norm(x), cos, sin, mask, cache))
         return x + self.ffn(self.ffn_norm(x))
 
 
@@ -291,10 +289,8 @@ class LlamaGPT(nn.Module):
 
         check_ids(ids, start, self.config.vocab_size, self.config.max_len)
 
-    def forward(self, ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False,
-                weights_out: list | None = None) -> torch.Tensor:
-        """ids (B, T) → logits (B, T, V)；cache、last_only 与 gpt.GPT.forward 相同。
-        weights_out：给一个空列表，每层的注意力权重 (B, H, T, S) 依次放进去。"""
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
+        """ids (B, T) → logits (B, T, V)；cache、last_only 与 gpt.GPT.forward 相同。"""
         P = 0 if cache is None else cache.length
         self._check_ids(ids, P)
         T = ids.shape[1]
@@ -302,7 +298,7 @@ class LlamaGPT(nn.Module):
         x = self.drop(self.tok_emb(ids))                                 # (B, T, C)：没有位置向量
         mask = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=ids.device).tril(P)
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, mask, None if cache is None else cache[i], weights_out)
+            x = layer(x, cos, sin, mask, None if cache is None else cache[i])
         if last_only:
             x = x[:, -1:]
         return self.lm_head(self.norm(x))
